@@ -1,0 +1,33 @@
+# All set-up happens here: a fresh machine needs only python3 (>= 3.11) and make.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-dev
+PYTEST_ARGS ?=
+
+.PHONY: demo test bench fuzz clean venv
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## Run hloscan on the bundled example dump.
+demo: $(STAMP)
+	$(BIN)/hloscan check fixtures/demo/offload_output.hlo.txt || test $$? -eq 1
+
+## Run the whole test suite (reads ../shared/corpus when present; required when CI=true).
+test: $(STAMP)
+	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
+
+## Parse the 48.5 MB benchmark dump into IR + graph; print MB/s and peak RSS.
+bench: $(STAMP)
+	$(BIN)/python -m hloscan.bench
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache
