@@ -1,0 +1,180 @@
+"""Typed views of raw attribute text: splitting, C-unescaping, metadata, int lists, called computations.
+
+These run on the raw text the IR keeps, on first access. They are lenient (a malformed value gives None
+or an empty result); `--strict` parsing is where syntax is enforced.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Iterator
+
+# Structural characters and whole strings, so a split skips over quoted text in one regex step
+# instead of a Python loop per character (metadata strings are most of a dump's bytes).
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|/\*.*?\*/|[{}()\[\],]', re.S)
+_ATTR_START = re.compile(r"\s*(?:/\*.*?\*/\s*)*([A-Za-z_][A-Za-z0-9_.\-]*)=", re.S)
+_OPEN = {"{": "}", "(": ")", "[": "]"}
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split at separators outside brackets, braces, parentheses, strings and comments."""
+    parts, depth, start = [], 0, 0
+    for m in _STRUCTURE.finditer(text):
+        ch = m.group()
+        if ch in _OPEN:
+            depth += 1
+        elif ch in ("}", ")", "]"):
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start : m.start()])
+            start = m.end()
+    parts.append(text[start:])
+    return parts
+
+
+def strip_comments_and_space(text: str) -> str:
+    """Trim whitespace and `/*...*/` comments at both ends (interior ones are part of the value)."""
+    text = text.strip()
+    while text.startswith("/*") and "*/" in text:
+        text = text[text.index("*/") + 2 :].lstrip()
+    while text.endswith("*/") and "/*" in text:
+        head = text[: text.rindex("/*")].rstrip()
+        if _balanced(head):
+            text = head
+        else:
+            break
+    return text
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for m in _STRUCTURE.finditer(text):
+        ch = m.group()
+        if ch in _OPEN:
+            depth += 1
+        elif ch in ("}", ")", "]"):
+            depth -= 1
+    return depth == 0
+
+
+def split_attributes(tail: str) -> Iterator[tuple[str, str]]:
+    """Split an instruction's or header's attribute tail (", a=1, b={...}") into (name, raw value)."""
+    for chunk in split_top_level(tail):
+        m = _ATTR_START.match(chunk)
+        if m is None:
+            continue
+        yield m.group(1), strip_comments_and_space(chunk[m.end() :])
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\", "?": "?", "a": "\a", "b": "\b",
+            "f": "\f", "v": "\v"}
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", re.S)
+
+
+def unquote(text: str | None) -> str | None:
+    """Undo XLA's C escaping of a quoted string ("a\\"b" -> a"b). Octal bytes are decoded as UTF-8."""
+    if text is None:
+        return None
+    text = text.strip()
+    if len(text) < 2 or text[0] not in "\"'" or text[-1] != text[0]:
+        return text
+    body = text[1:-1]
+    if "\\" not in body:
+        return body
+    raw = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(body):
+        raw += body[pos : m.start()].encode("utf-8")
+        esc = m.group(1)
+        if esc[0] == "x":
+            raw.append(int(esc[1:], 16))
+        elif esc[0] in "01234567":
+            raw.append(int(esc, 8) & 0xFF)
+        else:
+            raw += _ESCAPES.get(esc, esc).encode("utf-8")
+        pos = m.end()
+    raw += body[pos:].encode("utf-8")
+    return raw.decode("utf-8", errors="replace")
+
+
+_SUBATTR = re.compile(r'([A-Za-z_][A-Za-z0-9_.\-]*)=("(?:[^"\\]|\\.)*"|\{[^{}]*\}|[^\s,}]+)')
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_subattrs(raw: str) -> dict[str, str]:
+    """`{op_name="a" source_line=3}` -> {"op_name": '"a"', "source_line": "3"} (values stay raw)."""
+    inner = raw.strip()
+    if inner.startswith("{") and inner.endswith("}"):
+        inner = inner[1:-1]
+    return {m.group(1): m.group(2) for m in _SUBATTR.finditer(inner)}
+
+
+def parse_metadata(raw: str | None) -> dict[str, str | int]:
+    """Metadata fields with strings unescaped and numbers as ints."""
+    if not raw:
+        return {}
+    out: dict[str, str | int] = {}
+    for key, value in parse_subattrs(raw).items():
+        if value.startswith('"'):
+            out[key] = unquote(value) or ""
+        else:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                out[key] = value
+    return out
+
+
+def parse_int_list(raw: str | None) -> list[int] | None:
+    """`{1,0}` -> [1, 0]; None when the value is not a flat int list."""
+    if raw is None:
+        return None
+    inner = raw.strip()
+    if not (inner.startswith("{") and inner.endswith("}")):
+        try:
+            return [int(inner)]
+        except ValueError:
+            return None
+    inner = inner[1:-1].strip()
+    if not inner:
+        return []
+    try:
+        return [int(x) for x in inner.split(",")]
+    except ValueError:
+        return None
+
+
+_NAME = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
+
+
+def parse_name_list(raw: str | None) -> list[str]:
+    """`{%a, %b}` or `%a` -> ["a", "b"]. Inline bodies (full-bodies print modes) give no names."""
+    if not raw:
+        return []
+    text = raw.strip()
+    if text.startswith("{"):
+        inner = text[1:-1]
+        if "=" in inner:  # an inline computation body, not a list of names
+            return []
+        return [m.group(1) for part in split_top_level(inner) if (m := _NAME.fullmatch(part.strip()))]
+    m = _NAME.fullmatch(text)
+    return [m.group(1)] if m else []
+
+
+def parse_frontend_attributes(raw: str | None) -> dict[str, str]:
+    """`{a="x",b={json}}` -> {"a": "x", "b": "{json}"} (strings unescaped, blobs kept raw)."""
+    if not raw:
+        return {}
+    inner = raw.strip()
+    if inner.startswith("{") and inner.endswith("}"):
+        inner = inner[1:-1]
+    out = {}
+    for key, value in split_attributes(inner):
+        out[key] = unquote(value) if value.startswith('"') else value
+    return out
+
+
+def parse_shape_index(raw: str) -> tuple[int, ...]:
+    ints = parse_int_list(raw)
+    return tuple(ints or ())

@@ -1,0 +1,109 @@
+"""The Finding type every check yields and every reporter reads: code, severity, location, message, data."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class Severity(enum.IntEnum):
+    """Ordered like shellcheck's levels; maps 1:1 onto SARIF note/warning/error."""
+
+    NOTE = 1
+    WARNING = 2
+    ERROR = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> "Severity":
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r} (expected error, warning or note)") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A 1-based location in a dump file."""
+
+    path: str
+    line: int
+    col: int = 1
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """The user's Python source location, resolved from the instruction's metadata."""
+
+    file: str
+    line: int
+    function: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """A secondary location (SARIF relatedLocations), e.g. where an offloaded tensor starts."""
+
+    span: Span
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str  # "HLO101"
+    name: str  # "host-offload-output-mismatch"
+    severity: Severity
+    message: str  # one line, facts only
+    span: Span
+    module: str | None = None
+    computation: str | None = None
+    instruction: str | None = None
+    hint: str | None = None
+    xla_error: str | None = None  # "E1200" when the finding predicts an XLA error code
+    source: SourceLocation | None = None
+    related: tuple[Related, ...] = ()
+    data: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def key(self) -> tuple[str, int]:
+        """What tests compare: the code and the dump line."""
+        return (self.code, self.span.line)
+
+    def sort_key(self) -> tuple:
+        return (self.span.path, self.span.line, self.span.col, self.code)
+
+    def baseline_key(self) -> tuple[str, str | None, str | None, str | None]:
+        """Identity that survives line shifts and re-dumps."""
+        return (self.code, self.module, self.computation, self.instruction)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.span.path,
+            "code": self.code,
+            "name": self.name,
+            "xla_error": self.xla_error,
+            "severity": self.severity.label,
+            "message": self.message,
+            "module": self.module,
+            "computation": self.computation,
+            "instruction": self.instruction,
+            "line": self.span.line,
+            "col": self.span.col,
+            "hint": self.hint,
+            "source": None if self.source is None else {"file": self.source.file, "line": self.source.line},
+            "related": [
+                {"path": r.span.path, "line": r.span.line, "col": r.span.col, "note": r.note} for r in self.related
+            ],
+            "data": dict(self.data),
+        }
