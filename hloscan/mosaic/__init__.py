@@ -1,0 +1,1 @@
+"""Readers for Pallas/Mosaic TPU kernels embedded in `tpu_custom_call` backend configs."""
