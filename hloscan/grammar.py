@@ -17,6 +17,7 @@ START_RULES = (
     "padding_config",
     "dim_labels_only",
     "frontend_attributes_only",
+    "json_dict_only",
 )
 
 

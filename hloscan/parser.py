@@ -19,7 +19,8 @@ from .fastpath import FastPathUnsupported, parse_module_fast
 from .grammar import parser
 from .ir import Module, Shape
 from .strict import parse_module_strict
-from .transform import shape_from_tree
+from .transform import ShapeError, shape_from_tree
+from .validate import validate_module
 
 # lit-test files hold several modules separated by a line `// -----` (--split-input-file).
 _SPLIT_MARKER = re.compile(r"^[ \t]*// -----[ \t]*\r?$", re.M)
@@ -67,10 +68,15 @@ def parse_shape(text: str) -> Shape:
         return shape_from_tree(parser("shape").parse(text))
     except LarkError as exc:
         raise syntax_error(exc, text, None) from None
+    except ShapeError as exc:
+        raise HloSyntaxError(exc.message, exc.line, exc.col, text.split("\n")[exc.line - 1]) from None
 
 
 def parse_fragment(text: str, start: str) -> None:
     """Check a fragment against one of the grammar's start rules (sharding, replica_groups, ...)."""
+    if start == "shape":
+        parse_shape(text)
+        return
     try:
         parser(start).parse(text)
     except LarkError as exc:
@@ -121,6 +127,14 @@ def parse_text(text: str, path: str | None = None, strict: bool = False) -> list
 
 
 def parse_module(text: str, path: str | None = None, line_offset: int = 0, strict: bool = False) -> Module:
+    module = _build_module(text, path, line_offset, strict)
+    # XLA's parser also rejects semantic errors (undefined names, bad literals, ...); the checks that
+    # read attribute values only run in strict mode so big dumps stay fast.
+    validate_module(module, text, path, thorough=strict, line_offset=line_offset)
+    return module
+
+
+def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -> Module:
     if not strict:
         try:
             return parse_module_fast(text, path, line_offset)
@@ -132,6 +146,9 @@ def parse_module(text: str, path: str | None = None, line_offset: int = 0, stric
         return parse_module_strict(text, path, line_offset)
     except LarkError as exc:
         raise syntax_error(exc, text, path, line_offset) from None
+    except ShapeError as exc:
+        source = text.split("\n")[exc.line - 1] if exc.line >= 1 else ""
+        raise HloSyntaxError(exc.message, exc.line + line_offset, exc.col, source, path) from None
     except RecursionError:
         raise HloSyntaxError("nesting too deep to parse", 1 + line_offset, 1, "", path) from None
 

@@ -6,6 +6,43 @@ from lark import Token, Tree
 
 from .ir import UNBOUNDED, Layout, Shape, SplitConfig, Tile
 
+# XLA's lexer reads integers as int64 (uint64 for big literals) and rejects anything wider, so do we:
+# besides matching XLA, this keeps a 5000-digit "dimension" from reaching int(), which raises a bare
+# ValueError past Python's 4300-digit limit (found by fuzzing).
+INT_MIN, INT_LIMIT = -(2**63), 2**64
+_MAX_DIGITS = len(str(INT_LIMIT))
+
+
+def _clip(text: str, limit: int = 24) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def hlo_int(token: Token | str) -> int:
+    """int() of an INT token, or IntegerOutOfRange when XLA could not hold it either."""
+    text = str(token)
+    if len(text.lstrip("-").lstrip("0")) > _MAX_DIGITS:
+        raise IntegerOutOfRange(token if isinstance(token, Token) else Token("INT", text))
+    value = int(text)
+    if not INT_MIN <= value < INT_LIMIT:
+        raise IntegerOutOfRange(token if isinstance(token, Token) else Token("INT", text))
+    return value
+
+
+class ShapeError(ValueError):
+    """A shape that is well-formed text but invalid to XLA's parser (e.g. layout rank != dims)."""
+
+    def __init__(self, message: str, line: int, col: int):
+        super().__init__(message)
+        self.message, self.line, self.col = message, line, col
+
+
+class IntegerOutOfRange(ShapeError):
+    """An integer literal XLA would reject, reported (as a ShapeError) at its token."""
+
+    def __init__(self, token: Token):
+        message = f"integer {_clip(str(token))} is out of range (XLA reads 64-bit integers)"
+        super().__init__(message, getattr(token, "line", None) or 1, getattr(token, "column", None) or 1)
+
 
 def shape_from_tree(tree: Tree) -> Shape:
     kind = tree.data
@@ -28,21 +65,25 @@ def _array_shape(tree: Tree) -> Shape:
         if not isinstance(child, Tree):
             continue
         if child.data == "static_dim":
-            dims.append(int(child.children[0]))
+            dims.append(hlo_int(child.children[0]))
             dynamic.append(False)
         elif child.data == "bounded_dim":
-            dims.append(int(child.children[0]))
+            dims.append(hlo_int(child.children[0]))
             dynamic.append(True)
         elif child.data == "unbounded_dim":
             dims.append(UNBOUNDED)
             dynamic.append(True)
         elif child.data == "layout":
             layout = _layout(child)
+    if layout is not None and layout.minor_to_major and len(layout.minor_to_major) != len(dims):
+        # XLA: "Dimensions size is N, but minor to major size is M".
+        raise ShapeError(f"{element_type} has {len(dims)} dimension(s) but its layout lists "
+                         f"{len(layout.minor_to_major)}", tree.meta.line, tree.meta.column)
     return Shape(element_type, tuple(dims), tuple(dynamic), layout)
 
 
 def _ints(node: Tree) -> list[int]:
-    return [int(t) for t in node.children if isinstance(t, Token) and t.type == "INT"]
+    return [hlo_int(t) for t in node.children if isinstance(t, Token) and t.type == "INT"]
 
 
 def _layout(tree: Tree) -> Layout:
@@ -59,7 +100,7 @@ def _tiles(part: Tree, out: dict) -> None:
     for tile in part.children:
         if isinstance(tile, Tree):
             dims = tuple(
-                None if d.children[0].type == "STAR" else int(d.children[0]) for d in tile.children if isinstance(d, Tree)
+                None if d.children[0].type == "STAR" else hlo_int(d.children[0]) for d in tile.children if isinstance(d, Tree)
             )
             tiles.append(Tile(dims))
     out["tiles"] = tuple(tiles)
