@@ -27,7 +27,7 @@ test: $(STAMP)
 
 ## Parse the 48.5 MB benchmark dump into IR + graph; print MB/s and peak RSS.
 bench: $(STAMP)
-	$(BIN)/python -m hloscan.bench
+	$(BIN)/python tests/bench_parse.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

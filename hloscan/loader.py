@@ -12,10 +12,8 @@ from .ir import Module
 from .parser import HloSyntaxError, parse_text
 
 # Files an --xla_dump_to folder holds beside the HLO modules; recognised and skipped for now.
+_NON_MODULE_MARKERS = ("buffer-assignment", "buffer_assignment", "memory-usage-report", "memory_usage_report")
 _NON_MODULE_SUFFIXES = (
-    "-buffer-assignment.txt",
-    "-memory-usage-report.txt",
-    ".buffer_assignment.txt",
     "-ir-no-opt.ll",
     "-ir-with-opt.ll",
     ".ptx",
@@ -58,7 +56,7 @@ def discover(paths: list[str | Path]) -> list[tuple[str, str | None]]:
 
 def _skip_reason(path: Path) -> str | None:
     name = path.name
-    if name.endswith(_NON_MODULE_SUFFIXES):
+    if name.endswith(_NON_MODULE_SUFFIXES) or any(marker in name for marker in _NON_MODULE_MARKERS):
         return "not an HLO module (dump side file)"
     base = name[:-3] if name.endswith(".gz") else name[:-3] if name.endswith(".xz") else name
     if not base.endswith(_HLO_SUFFIXES):

@@ -95,6 +95,13 @@ def split_modules(text: str) -> list[tuple[int, str]]:
     return [(offset, chunk) for offset, chunk in chunks if _HAS_CODE.search(chunk)]
 
 
+# One-shot processes (the CLI, the benchmark) set this: after a parse, what was built is moved out of
+# the collector's sight (gc.freeze) instead of being walked again by the next collections (a full
+# second on a 48 MB dump). Long-lived processes leave it off, since frozen garbage cycles (networkx's
+# cached views) would never be collected.
+FREEZE_AFTER_BUILD = False
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic GC while building big acyclic structures: it otherwise rescans the growing IR
@@ -105,9 +112,8 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            # What was built is long-lived: move it out of the collector's sight rather than have the
-            # next collection walk all of it once more (a full second on a 48 MB dump).
-            gc.freeze()
+            if FREEZE_AFTER_BUILD:
+                gc.freeze()
             gc.enable()
 
 
@@ -119,7 +125,7 @@ def parse_text(text: str, path: str | None = None, strict: bool = False) -> list
     """
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    chunks = split_modules(text) if "// -----" in text else [(0, text)]
+    chunks = split_modules(text) if "// -----" in text else [(0, text)] if _HAS_CODE.search(text) else []
     if not chunks:
         raise HloSyntaxError("no HLO module found (the input is empty or holds only comments)", 1, 1, "", path)
     with gc_paused():
