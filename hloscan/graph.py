@@ -24,6 +24,9 @@ _CALL_ATTRS = ("calls", "to_apply", "body", "condition", "true_computation", "fa
                "branch_computations", "called_computations", "select", "scatter")
 # Applied computations (reductions, comparators) take element values, not the operands themselves.
 _APPLY_ONLY = frozenset({"to_apply", "select", "scatter"})
+_CALLING_OPCODES = frozenset({"fusion", "call", "while", "conditional", "custom-call", "async-start", "map",
+                               "reduce", "reduce-window", "all-reduce", "reduce-scatter", "sort", "scatter",
+                               "select-and-scatter", "scan"})
 _APPLY_OPCODES = frozenset({"reduce", "reduce-window", "all-reduce", "all-reduce-start", "reduce-scatter", "sort",
                             "map", "scatter", "select-and-scatter", "scan"})
 
@@ -34,7 +37,7 @@ def build_graph(module: Module) -> nx.DiGraph:
         graph = _digraph_from_adjacency(module.name, nodes, succ, pred)
         for comp in module.computations:
             for inst in comp.instructions:
-                if "=" in inst.attrs_text:
+                if _may_call(inst):
                     _add_call_edges(graph, module, comp, inst)
     return graph
 
@@ -89,6 +92,17 @@ def _digraph_from_adjacency(name: str, nodes: dict, succ: dict, pred: dict) -> n
     for cached in ("adj", "succ", "pred", "nodes", "edges", "in_edges", "out_edges", "degree"):
         graph.__dict__.pop(cached, None)
     return graph
+
+
+def _may_call(inst: Instruction) -> bool:
+    """Cheap filter before parsing attributes: most instructions of a dump call nothing."""
+    tail = inst.attrs_text
+    if not tail:
+        return False
+    opcode = inst.opcode
+    if opcode in _CALLING_OPCODES or opcode.endswith(("-start", "-update", "-done")):
+        return True
+    return "computation" in tail or "calls=" in tail or "to_apply=" in tail
 
 
 def called_computations(inst: Instruction) -> list[tuple[str, str]]:
