@@ -47,15 +47,16 @@ def strip_comments_and_space(text: str) -> str:
     return text
 
 
+_QUOTED_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|/\*.*?\*/', re.S)
+
+
 def _balanced(text: str) -> bool:
-    depth = 0
-    for m in _STRUCTURE.finditer(text):
-        ch = m.group()
-        if ch in _OPEN:
-            depth += 1
-        elif ch in ("}", ")", "]"):
-            depth -= 1
-    return depth == 0
+    return balanced_counts(_QUOTED_OR_COMMENT.sub("", text))
+
+
+def balanced_counts(text: str) -> bool:
+    """Equal numbers of opening and closing braces, parentheses and brackets (strings not skipped)."""
+    return text.count("{") == text.count("}") and text.count("(") == text.count(")") and text.count("[") == text.count("]")
 
 
 def split_attributes(tail: str) -> Iterator[tuple[str, str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .attrs import split_attributes, split_top_level
+from .attrs import balanced_counts, split_attributes, split_top_level
 from .ir import Computation, Instruction, Module, Operand, Parameter, Shape, StackFrameTables
 from .strict import LITERAL_OPCODES
 from .transform import IntegerOutOfRange, hlo_int
@@ -87,16 +87,12 @@ def _tail_is_plain(tail: str) -> bool:
     the strict grammar, which reports the error where XLA would. Raw counts settle the common line
     (a few C-level calls); strings are stripped only when those counts or a comment marker say to look.
     """
-    if _balanced_counts(tail) and "//" not in tail and "/*" not in tail:
+    if balanced_counts(tail) and "//" not in tail and "/*" not in tail:
         return True
     bare = _QUOTED.sub("", tail) if '"' in tail else tail
     if "//" in bare or "/*" in bare or '"' in bare:
         return False
-    return _balanced_counts(bare)
-
-
-def _balanced_counts(text: str) -> bool:
-    return text.count("{") == text.count("}") and text.count("(") == text.count(")") and text.count("[") == text.count("]")
+    return balanced_counts(bare)
 
 
 class _LineParser:
