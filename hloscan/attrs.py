@@ -12,7 +12,7 @@ from typing import Iterator
 
 # Structural characters and whole strings, so a split skips over quoted text in one regex step
 # instead of a Python loop per character (metadata strings are most of a dump's bytes).
-_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|/\*.*?\*/|[{}()\[\],]', re.S)
+_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|\'[^\'\\]*+(?:\\.[^\'\\]*+)*+\'|/\*.*?\*/|[{}()\[\],]', re.S)
 _ATTR_START = re.compile(r"\s*(?:/\*.*?\*/\s*)*([A-Za-z_][A-Za-z0-9_.\-]*)=", re.S)
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 
@@ -47,7 +47,7 @@ def strip_comments_and_space(text: str) -> str:
     return text
 
 
-_QUOTED_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|/\*.*?\*/', re.S)
+_QUOTED_OR_COMMENT = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|\'[^\'\\]*+(?:\\.[^\'\\]*+)*+\'|/\*.*?\*/', re.S)
 
 
 def _balanced(text: str) -> bool:
@@ -99,7 +99,7 @@ def unquote(text: str | None) -> str | None:
     return raw.decode("utf-8", errors="replace")
 
 
-_SUBATTR = re.compile(r'([A-Za-z_][A-Za-z0-9_.\-]*)=("(?:[^"\\]|\\.)*"|\{[^{}]*\}|[^\s,}]+)')
+_SUBATTR = re.compile(r'([A-Za-z_][A-Za-z0-9_.\-]*)=("[^"\\]*+(?:\\.[^"\\]*+)*+"|\{[^{}]*\}|[^\s,}]+)')
 
 
 @functools.lru_cache(maxsize=65536)

@@ -35,9 +35,9 @@ _ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*(?:\{[^{}]*\}[^{}
 _OPCODE = re.compile(r"[ \t]+(" + _NAME + r")\(")
 _OPERAND = re.compile(r"(?:(.+?)[ \t]+)?(%?)(" + _NAME + r")((?:#\d+)*)", re.S)
 _COMPUTATION_HEAD = re.compile(r"(ENTRY[ \t]+)?%?(" + _NAME + r")[ \t]*(\(.*\)[ \t]*->[ \t]*(.+?))?[ \t]*\{[ \t]*")
-_COMPUTATION_END = re.compile(r"\}(?:,[ \t]*execution_thread=(\"(?:[^\"\\]|\\.)*\"))?[ \t]*(?://.*)?")
+_COMPUTATION_END = re.compile(r"\}(?:,[ \t]*execution_thread=(\"[^\"\\]*+(?:\\.[^\"\\]*+)*+\"))?[ \t]*(?://.*)?")
 _HEADER = re.compile(r"HloModule[ \t]+%?(" + _NAME + r"):?")
-_TABLE_STRING = re.compile(r"(\d+)[ \t]+(\"(?:[^\"\\]|\\.)*\")[ \t]*")
+_TABLE_STRING = re.compile(r"(\d+)[ \t]+(\"[^\"\\]*+(?:\\.[^\"\\]*+)*+\")[ \t]*")
 _TABLE_FIELDS = re.compile(r"(\d+)[ \t]+\{(.*)\}[ \t]*")
 _FIELD = re.compile(r"(" + _NAME + r")=(-?\d+)")
 # The common line in one match: indent, ROOT, sigil, name, array shape with a brace-free layout, opcode,
@@ -47,8 +47,8 @@ _SIMPLE_LINE = re.compile(
     + _NAME + r")\(([^()\[\]{}#/]*)\)(,.*)?"
 )
 _OPERAND_REF = re.compile(r"%?" + _NAME)
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
-_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|/\*.*?\*/|[(){}\[\]]')
+_QUOTED = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
+_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|/\*.*?\*/|[(){}\[\]]')
 _TABLE_NAMES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 

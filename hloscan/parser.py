@@ -148,6 +148,7 @@ def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -
             pass
         except HloSyntaxError as exc:  # a bad shape string: report it where it stands, via the strict path
             del exc
+    check_nesting(text, path, line_offset)
     try:
         return parse_module_strict(text, path, line_offset)
     except LarkError as exc:
@@ -157,6 +158,32 @@ def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -
         raise HloSyntaxError(exc.message, exc.line + line_offset, exc.col, source, path) from None
     except RecursionError:
         raise HloSyntaxError("nesting too deep to parse", 1 + line_offset, 1, "", path) from None
+
+
+# Deeper bracket nesting than any dump needs (tuple shapes, literals and JSON nest a dozen levels). Lark's
+# LALR stack costs ~250 bytes per open bracket, so 1 MB of `(` took 250 MB and 4 s before failing; past
+# this depth we stop early with a positioned error instead (found by fuzzing).
+MAX_NESTING = 256
+_BRACKETS = re.compile(r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"|/\*[\s\S]*?\*/|//[^\n]*|[({\[]|[)}\]]')
+
+
+def check_nesting(text: str, path: str | None, line_offset: int = 0) -> None:
+    """Raise HLO001 at the first bracket nested deeper than MAX_NESTING (strings and comments skipped)."""
+    if text.count("(") + text.count("{") + text.count("[") <= MAX_NESTING:
+        return
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        ch = m.group()
+        if ch in "({[":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = text.count("\n", 0, m.start()) + 1
+                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+                source = text.split("\n")[line - 1]
+                raise HloSyntaxError(f"brackets nested more than {MAX_NESTING} deep", line + line_offset, col,
+                                     source, path)
+        elif ch in ")}]":
+            depth = max(0, depth - 1)
 
 
 # Readable names for the grammar's terminals in "expected ..." messages.

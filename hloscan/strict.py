@@ -7,7 +7,7 @@ from lark import Token, Tree
 from .attrs import strip_comments_and_space
 from .grammar import parser
 from .ir import Computation, Instruction, Module, Operand, Parameter, StackFrameTables
-from .transform import shape_from_tree
+from .transform import hlo_int, shape_from_tree
 
 LITERAL_OPCODES = frozenset({"parameter", "constant"})
 
@@ -77,11 +77,11 @@ class _Builder:
     def stack_frames(self, node: Tree) -> StackFrameTables:
         tables: dict[str, list] = {"file_name": [], "function_name": [], "file_location": [], "stack_frame": []}
         for entry in node.children:
-            ident = int(entry.children[0])
+            ident = hlo_int(entry.children[0])
             if entry.data in ("file_name", "function_name"):
                 tables[entry.data].append((ident, str(entry.children[1])))
             else:
-                fields = tuple((str(f.children[0])[:-1], int(f.children[1])) for f in entry.children[1:])
+                fields = tuple((str(f.children[0])[:-1], hlo_int(f.children[1])) for f in entry.children[1:])
                 tables[entry.data].append((ident, fields))
         return StackFrameTables(
             tuple(tables["file_name"]),
@@ -188,7 +188,7 @@ class _Builder:
                 if child.data == "name":
                     name = _name(child)
                 elif child.data == "gte_suffix":
-                    index.append(int(child.children[0]))
+                    index.append(hlo_int(child.children[0]))
                 else:
                     shape = shape_from_tree(child)
             return Operand(name, shape, tuple(index))

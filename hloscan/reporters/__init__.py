@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Callable, TextIO
 
 from ..engine import ScanResult
-from . import json_reporter, text
+from . import github, json_reporter, sarif, text
 
 Reporter = Callable[[ScanResult, TextIO, bool], None]
 
 REPORTERS: dict[str, Reporter] = {
     "text": text.render,
     "json": json_reporter.render,
+    "sarif": sarif.render,
+    "github": github.render,
 }
