@@ -64,8 +64,8 @@ def registered() -> Iterator[type[Check]]:
         _CHECKS.pop(MarkedInstruction.code, None)
 
 
-def module_text(op_name: str = "FLAG", name: str = "m", inst: str = "n") -> str:
+def module_text(op_name: str = "FLAG", name: str = "m", inst: str = "n", source: str = "/src/model.py") -> str:
     escaped = op_name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return (f"HloModule {name}\n\nENTRY main {{\n  p = f32[8]{{0}} parameter(0)\n"
-            f'  ROOT {inst} = f32[8]{{0}} negate(p), metadata={{op_name="{escaped}" source_file="/src/model.py" '
+            f'  ROOT {inst} = f32[8]{{0}} negate(p), metadata={{op_name="{escaped}" source_file="{source}" '
             f"source_line=7}}\n}}\n")

@@ -178,25 +178,31 @@ def test_github_escaping_rules():
 
 def test_github_format_escapes_dump_strings(marked, workdir):
     folder = workdir / "odd,dir:100%"
-    dump = write(folder, "f.hlo.txt", _lint_check.module_text("FLAG x,y: 5% done\nnext ::error::"))
+    write(workdir, "src/model.py", "def f(): ...\n")
+    dump = write(folder, "f.hlo.txt", _lint_check.module_text("FLAG x,y: 5% done\nnext ::error::",
+                                                              source=str(workdir / "src" / "model.py")))
     res = run("--format", "github", "--no-config", str(dump))
     assert res.exit_code == 1
     lines = res.stdout.splitlines()
     assert len(lines) == 1
     line = lines[0]
-    # Points at the Python source from the metadata; the dump location is in the message.
-    assert line.startswith("::warning file=/src/model.py,line=7,title=HLO098::")
+    # Points at the Python source from the metadata (relative to the checkout); the dump location is in the text.
+    assert line.startswith("::warning file=src/model.py,line=7,title=HLO098::")
     assert "FLAG x,y: 5%25 done%0Anext ::error::" in line
     assert "odd,dir:100%25" in line  # the dump path is message data: only %, CR and LF are escaped
     assert "\n" not in line and "\r" not in line
 
 
-def test_github_format_points_at_dump_without_source(marked, workdir):
+@pytest.mark.parametrize("source", ["/elsewhere/model.py", "-", ""])
+def test_github_format_points_at_dump_without_usable_source(marked, workdir, source):
     folder = workdir / "odd,dir:100%"
-    text = _lint_check.module_text("FLAG").replace(' source_file="/src/model.py" source_line=7', "")
+    text = _lint_check.module_text("FLAG", source=source)
+    if not source:
+        text = text.replace(' source_file="" source_line=7', "")
     dump = write(folder, "f.hlo.txt", text)
     res = run("--format", "github", str(dump))
     assert res.stdout.startswith("::warning file=odd%2Cdir%3A100%25/f.hlo.txt,line=5,col=3,title=HLO098::")
+    assert ("%0APython: " in res.stdout) == bool(source)
 
 
 def test_github_format_reports_parse_errors(workdir):

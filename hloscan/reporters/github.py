@@ -39,13 +39,24 @@ def command(kind: str, file: str, line: int, col: int | None, title: str, text: 
     return f"::{kind} {','.join(props)}::{escape_data(text)}"
 
 
+def _checked_out(file: str) -> bool:
+    """Whether a Python file named in the metadata is in this checkout (dumps made elsewhere name other
+    machines' paths, and jax writes "-" or "<...>" for code without a file)."""
+    if not file or file == "-" or file.startswith("<"):
+        return False
+    root = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
+    return (root / workspace_path(file)).is_file()
+
+
 def annotation(f: Finding) -> str:
-    """Point at the user's Python line when the dump's metadata names it; the dump location goes in the text."""
+    """Point at the user's Python line when it is in the checkout; the other location goes in the text."""
     lines = [f.message]
-    if f.source is not None:
+    if f.source is not None and _checked_out(f.source.file):
         lines.append(f"HLO: {f.span}" + (f" ({f.instruction})" if f.instruction else ""))
         file, line, col = f.source.file, f.source.line, None
     else:
+        if f.source is not None:
+            lines.append(f"Python: {f.source}")
         file, line, col = f.span.path, f.span.line, f.span.col
     if f.hint:
         lines.append(f"hint: {f.hint}")

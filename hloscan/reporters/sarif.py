@@ -131,7 +131,8 @@ def result(f: Finding, index: dict[str, int], loc: Locator) -> dict[str, Any]:
 
 def _related(f: Finding, loc: Locator) -> list[dict[str, Any]]:
     out = []
-    if f.source is not None:
+    # jax writes "-" or "<...>" as the file of code that has none; such a location points nowhere.
+    if f.source is not None and f.source.file not in ("", "-") and not f.source.file.startswith("<"):
         where = loc.source(f.source.file, f.source.line)
         note = "Python source" + (f" ({f.source.function})" if f.source.function else "")
         out.append({**where, "message": message(note)})
