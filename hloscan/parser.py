@@ -50,9 +50,13 @@ class HloSyntaxError(Exception):
         return text
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _excerpt(line: str, col: int, width: int = 120) -> tuple[str, str]:
     """The offending line (cut around the column when it is long) and a caret under the column."""
-    line = line.replace("\t", " ")
+    # Control characters from the input would be obeyed by the terminal: show them as `?`.
+    line = _CONTROL_CHARS.sub("?", line.replace("\t", " "))
     start = max(0, col - 1 - width // 2) if len(line) > width else 0
     shown = line[start : start + width]
     prefix = "..." if start else ""

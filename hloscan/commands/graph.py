@@ -33,6 +33,10 @@ class View:
     start: Node | None = None
     end: Node | None = None
     title: str = ""
+    end_label: str = "offending output"
+    # Extra lines under an edge's value label, e.g. a Pallas kernel's VMEM block for that operand.
+    edge_notes: dict[tuple[Node, Node], str] = field(default_factory=dict)
+    node_notes: dict[Node, str] = field(default_factory=dict)
 
     def add(self, node: Node) -> None:
         if node not in self.nodes:
@@ -91,6 +95,8 @@ def to_dot(view: View) -> str:
     for src, dst, index in view.edges:
         if src in ids and dst in ids:
             label = _value_label(_inst(module, src).shape, index)
+            if (src, dst) in view.edge_notes:
+                label += "\n" + view.edge_notes[(src, dst)]
             lines.append(f"  {ids[src]} -> {ids[dst]} [label={dot_quote(label)}];")
     lines.append(_legend())
     lines.append("}")
@@ -104,8 +110,10 @@ def _node_line(module: Module, view: View, node: Node, node_id: str) -> str:
     if inst.opcode == "custom-call" and inst.custom_call_target:
         label += f" {inst.custom_call_target}"
     label += f"\n[{space}]"
+    if node in view.node_notes:
+        label += "\n" + view.node_notes[node]
     attrs = {"label": label, "fillcolor": _FILL[space], "id": f"{node[0]}/{node[1]}", "tooltip": f"line {inst.line}"}
-    marks = [text for text, hit in (("offload start", node == view.start), ("offending output", node == view.end)) if hit]
+    marks = [text for text, hit in (("offload start", node == view.start), (view.end_label, node == view.end)) if hit]
     if marks:
         attrs.update(color="#c0392b", penwidth="3", xlabel=" / ".join(marks))
     if node == view.end:
@@ -141,8 +149,37 @@ def finding_view(module: Module, finding, host: set[Node]) -> View:
         around = neighbourhood_view(module, (comp, finding.instruction), 1, host)
         around.title = view.title
         around.end = (comp, finding.instruction)
+        around.end_label = f"{finding.code} here"
+        if finding.data and isinstance(finding.data.get("blocks"), list):
+            _annotate_kernel_blocks(module, around, around.end, finding.data)
         return around
     return view
+
+
+def _block_text(block: dict) -> str:
+    shape = "x".join(map(str, block.get("block_shape") or [])) or "?"
+    text = f"block {block.get('dtype', '?')}[{shape}] x{block.get('buffers', '?')} = {block.get('total_bytes', 0):,} B VMEM"
+    return text if block.get("counted", True) else text + " (not counted)"
+
+
+def _annotate_kernel_blocks(module: Module, view: View, kernel: Node, data: dict) -> None:
+    """Label each operand edge of a Pallas kernel with its VMEM block, and the kernel with the total."""
+    operands = _inst(module, kernel).operand_names
+    outputs = []
+    for block in data["blocks"]:
+        if not isinstance(block, dict):
+            continue
+        index = block.get("index")
+        if block.get("role") == "input" and isinstance(index, int) and index < len(operands):
+            view.edge_notes[((kernel[0], operands[index]), kernel)] = _block_text(block)
+        else:
+            outputs.append(f"{block.get('role', 'block')} {index}: {_block_text(block)}")
+    total = data.get("estimate_bytes")
+    limit = data.get("limit_bytes")
+    summary = [f"grid {data.get('grid')}"] + outputs
+    if isinstance(total, int) and isinstance(limit, int):
+        summary.append(f"scoped VMEM {total:,} B vs limit {limit:,} B ({data.get('kind', 'estimate')})")
+    view.node_notes[kernel] = "\n".join(summary)
 
 
 def _add_producers(module: Module, view: View, node: Node) -> None:

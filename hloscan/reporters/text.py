@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+import re
+from typing import Any, TextIO
 
 from ..engine import ScanResult
 from ..finding import Severity
@@ -10,8 +11,30 @@ from ..finding import Severity
 _COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.NOTE: "36"}
 
 
+# Strings from a dump (file names, op names) may hold control characters; a terminal must not obey them.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: Any) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text)).replace("\n", "\\n")
+
+
 def _paint(text: str, code: str, colour: bool) -> str:
     return f"\033[{code}m{text}\033[0m" if colour else text
+
+
+def path_line(data: Any, limit: int = 8) -> str | None:
+    """`a -> b{1} -> c` from a finding's data["path"] (dicts with instruction and shape_index), if any."""
+    steps = data.get("path") if hasattr(data, "get") else None
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
+        return None
+    names = []
+    for step in steps:
+        index = step.get("shape_index") or []
+        names.append(str(step.get("instruction", "?")) + ("{" + ",".join(map(str, index)) + "}" if index else ""))
+    if len(names) > limit:
+        names = names[: limit // 2] + [f"... {len(names) - limit} more ..."] + names[-(limit // 2) :]
+    return " -> ".join(names)
 
 
 def render(result: ScanResult, out: TextIO, colour: bool = False) -> None:
@@ -25,13 +48,16 @@ def render(result: ScanResult, out: TextIO, colour: bool = False) -> None:
         for f in findings:
             sev = _paint(f.severity.label, _COLOURS[f.severity], colour)
             xla = f" [{f.xla_error}]" if f.xla_error else ""
-            out.write(f"{f.span}: {_paint(f.code, '1', colour)} {sev}{xla}: {f.message}\n")
+            out.write(f"{clean(f.span)}: {_paint(f.code, '1', colour)} {sev}{xla}: {clean(f.message)}\n")
+            path = path_line(f.data)
+            if path:
+                out.write(f"    path: {clean(path)}\n")
             if f.source is not None:
-                out.write(f"    source: {f.source}\n")
+                out.write(f"    source: {clean(f.source)}\n")
             for rel in f.related:
-                out.write(f"    related: {rel.span}: {rel.note}\n")
+                out.write(f"    related: {clean(rel.span)}: {clean(rel.note)}\n")
             if f.hint:
-                out.write(f"    hint: {f.hint}\n")
+                out.write(f"    hint: {clean(f.hint)}\n")
     out.write(summary_line(result) + "\n")
     codes = sorted({f.code for f in result.findings if f.code.startswith("HLO") and f.code != "HLO001"})
     for code in codes[:5]:
