@@ -29,5 +29,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python tests/bench_parse.py
 
+## A long seeded fuzzing campaign (CI runs a short one inside the suite).
+FUZZ_MINUTES ?= 10
+FUZZ_SEED ?= 1
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz.campaign --minutes $(FUZZ_MINUTES) --seed $(FUZZ_SEED)
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache
