@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .ir import Module
-from .layout_engine import memory_space_name, padding
+from .layout_engine import UnsizedShapeError, memory_space_name, padding
 from .signature import Signature, SignatureEntry, module_signature
 
 
@@ -46,8 +46,17 @@ class BufferRow:
     def waste_fraction(self) -> float:
         return self.waste_bytes / self.entry.bytes if self.entry.bytes else 0.0
 
+    def padding_rows(self) -> list:
+        """Padding per dimension; none for non-arrays and for shapes with unbounded (`?`) dims."""
+        if not self.entry.shape.is_array:
+            return []
+        try:
+            return padding(self.entry.shape)
+        except UnsizedShapeError:
+            return []
+
     def padding_text(self) -> str:
-        return "; ".join(p.describe() for p in padding(self.entry.shape)) if self.entry.shape.is_array else ""
+        return "; ".join(p.describe() for p in self.padding_rows())
 
     def to_json(self) -> dict[str, Any]:
         e = self.entry
@@ -55,7 +64,7 @@ class BufferRow:
                 "op_name": e.op_name, "shape": e.shape_text, "memory_space": e.memory_space,
                 "bytes": e.bytes, "unpadded_bytes": e.unpadded_bytes, "waste_bytes": self.waste_bytes,
                 "waste_fraction": round(self.waste_fraction, 4),
-                "padding": [p.to_json() for p in padding(e.shape)] if e.shape.is_array else []}
+                "padding": [p.to_json() for p in self.padding_rows()]}
 
 
 @dataclass(frozen=True)

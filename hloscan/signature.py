@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .attrs import parse_metadata, split_top_level, strip_comments_and_space
-from .ir import Instruction, Location, Module, Shape
+from .ir import UNBOUNDED, Instruction, Location, Module, Shape
 from .layout_engine import memory_space_name, minor_to_major, size_report, tiles_text
 
 ShapeParser = Callable[[str], Shape]
@@ -468,7 +468,8 @@ def render_signature(sig: Signature) -> str:
                 extra.append(f"op_name={e.op_name}")
             if e.source:
                 extra.append(e.source)
-            lines.append(f"  {e.label}: {e.shape_text}  {e.bytes} bytes" + ("  " + "; ".join(extra) if extra else ""))
+            size = "? bytes (unbounded dimension)" if UNBOUNDED in e.shape.dims else f"{e.bytes} bytes"
+            lines.append(f"  {e.label}: {e.shape_text}  {size}" + ("  " + "; ".join(extra) if extra else ""))
     lines += [f"warning: {w}" for w in sig.warnings]
     return "\n".join(lines)
 
