@@ -148,10 +148,9 @@ def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -
     if not strict:
         try:
             return parse_module_fast(text, path, line_offset)
-        except FastPathUnsupported:
+        except (FastPathUnsupported, HloSyntaxError):
+            # Not in printer form, or a bad shape string: the strict path reports it where it stands.
             pass
-        except HloSyntaxError as exc:  # a bad shape string: report it where it stands, via the strict path
-            del exc
     check_nesting(text, path, line_offset)
     try:
         return parse_module_strict(text, path, line_offset)

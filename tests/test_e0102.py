@@ -5,16 +5,8 @@ from __future__ import annotations
 import json
 
 from hloscan.e0102 import explain_e0102, is_e0102, match_message, render_text
+from messages import SEED, UNTILED_PRINT
 
-SEED = (
-    "XlaRuntimeError: INVALID_ARGUMENT: Executable(jit_embedding_pipeline_step_fn) expected parameter 2482 of "
-    "size 5242880 (bf16[16,1280,40]{2,1,0:T(8,128)(2,1)}) but got buffer with incompatible size 1638400 "
-    "(bf16[16,1280,40]{1,2,0:T(8,128)(2,1)})"
-)
-UNTILED_PRINT = (
-    "expected parameter 0 of size 6144 (f32[5,4,3]{0,1,2:T(4,128)}) but got buffer with incompatible size "
-    "10240 (f32[5,4,3]{2,1,0})"
-)
 
 
 def test_seed_message():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -15,31 +14,15 @@ from hloscan.cli import main
 from hloscan.engine import Selection, run_checks, selected_checks
 from hloscan.explain_e1001 import explain_e1001, parse_size
 from hloscan.parser import parse_text
+from messages import SEED, UNTILED_PRINT
+from corpus import require_path as require
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 LAYOUT = CORPUS / "tpu-oracle" / "layout"
 VMEM = CORPUS / "tpu-oracle" / "vmem"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checks" / "HLO301"
 
-SEED = (
-    "XlaRuntimeError: INVALID_ARGUMENT: Executable(jit_embedding_pipeline_step_fn) expected parameter 2482 of "
-    "size 5242880 (bf16[16,1280,40]{2,1,0:T(8,128)(2,1)}) but got buffer with incompatible size 1638400 "
-    "(bf16[16,1280,40]{1,2,0:T(8,128)(2,1)})"
-)
-UNTILED_PRINT = (
-    "expected parameter 0 of size 6144 (f32[5,4,3]{0,1,2:T(4,128)}) but got buffer with incompatible size "
-    "10240 (f32[5,4,3]{2,1,0})"
-)
 E1001_TEXT = "Scoped allocation with size 17.00M and limit 16.00M exceeded scoped vmem limit by 1.00M"
-
-
-def require(path: Path) -> Path:
-    """Skip when corpus data is missing, unless CI=true (then it is a failure)."""
-    if not path.exists():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"corpus file missing in CI: {path}")
-        pytest.skip(f"corpus not available: {path}")
-    return path
 
 
 def run(*args: str, stdin: str | None = None):

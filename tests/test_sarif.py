@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,18 +16,11 @@ import _lint_check  # noqa: E402
 from hloscan.cli import scan  # noqa: E402
 from hloscan.engine import Selection  # noqa: E402
 from hloscan.reporters import sarif  # noqa: E402
+from corpus import require_path as _need
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CORPUS = SHARED / "corpus"
 SCHEMA = SHARED / "schemas" / "sarif-schema-2.1.0.json"
-
-
-def _need(path: Path) -> Path:
-    if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is required when CI=true")
-        pytest.skip(f"{path} not available")
-    return path
 
 
 @pytest.fixture(scope="module")

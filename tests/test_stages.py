@@ -7,7 +7,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -16,16 +15,9 @@ from hloscan.engine import Selection, selected_checks  # noqa: E402
 from hloscan.registry import Check  # noqa: E402
 from hloscan.runner import build_tasks, scan_tasks  # noqa: E402
 from hloscan.stages import group_files, plan, stage_of  # noqa: E402
+from corpus import require_path as _need
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-
-
-def _need(path: Path) -> Path:
-    if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is required when CI=true")
-        pytest.skip(f"{path} not available")
-    return path
 
 
 def _fake(stage: str) -> type[Check]:
