@@ -12,7 +12,10 @@ from typing import Iterator
 
 # Structural characters and whole strings, so a split skips over quoted text in one regex step
 # instead of a Python loop per character (metadata strings are most of a dump's bytes).
-_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|\'[^\'\\]*+(?:\\.[^\'\\]*+)*+\'|/\*.*?\*/|[{}()\[\],]', re.S)
+# A string or comment left open runs to the end of the text (as XLA's lexer would read it): otherwise every
+# later quote restarted a scan to the end, quadratic on `"\"\"\"...` (found by fuzzing).
+_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|\'[^\'\\]*+(?:\\.[^\'\\]*+)*+(?:\'|\\?\Z)'
+                        r'|/\*.*?(?:\*/|\Z)|[{}()\[\],]', re.S)
 _ATTR_START = re.compile(r"\s*(?:/\*.*?\*/\s*)*([A-Za-z_][A-Za-z0-9_.\-]*)=", re.S)
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 
@@ -47,7 +50,8 @@ def strip_comments_and_space(text: str) -> str:
     return text
 
 
-_QUOTED_OR_COMMENT = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|\'[^\'\\]*+(?:\\.[^\'\\]*+)*+\'|/\*.*?\*/', re.S)
+_QUOTED_OR_COMMENT = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|\'[^\'\\]*+(?:\\.[^\'\\]*+)*+(?:\'|\\?\Z)'
+                                r'|/\*.*?(?:\*/|\Z)', re.S)
 
 
 def _balanced(text: str) -> bool:

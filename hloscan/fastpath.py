@@ -33,8 +33,12 @@ _INSTRUCTION_HEAD = re.compile(r"([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+
 # An array shape with an optional layout (one level of nested braces covers `P(...)` physical shapes).
 _ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?")
 _OPCODE = re.compile(r"[ \t]+(" + _NAME + r")\(")
-_OPERAND = re.compile(r"(?:(.+?)[ \t]+)?(%?)(" + _NAME + r")((?:#\d+)*)", re.S)
-_COMPUTATION_HEAD = re.compile(r"(ENTRY[ \t]+)?%?(" + _NAME + r")[ \t]*(\(.*\)[ \t]*->[ \t]*(.+?))?[ \t]*\{[ \t]*")
+# An operand is `[shape ]name[#i...]`: the reference is what follows the last blank (see _operands).
+_OPERAND_REF_INDEXED = re.compile(r"(%?)(" + _NAME + r")((?:#\d+)*)")
+# Matched against a line already known to end in `{`. Possessive blanks and a greedy result keep it linear:
+# `[ \t]*(...)?[ \t]*` and a lazy `(.+?)[ \t]*\{` backtracked quadratically on a long run of blanks
+# (a header line padded with 1 MB of spaces hung the parser; found by fuzzing).
+_COMPUTATION_HEAD = re.compile(r"(ENTRY[ \t]+)?%?(" + _NAME + r")[ \t]*+(\(.*\)[ \t]*+->[ \t]*+(.+))?\{")
 _COMPUTATION_END = re.compile(r"\}(?:,[ \t]*execution_thread=(\"[^\"\\]*+(?:\\.[^\"\\]*+)*+\"))?[ \t]*(?://.*)?")
 _HEADER = re.compile(r"HloModule[ \t]+%?(" + _NAME + r"):?")
 _TABLE_STRING = re.compile(r"(\d+)[ \t]+(\"[^\"\\]*+(?:\\.[^\"\\]*+)*+\")[ \t]*")
@@ -47,8 +51,9 @@ _SIMPLE_LINE = re.compile(
     + _NAME + r")\(([^()\[\]{}#/]*)\)(,.*)?"
 )
 _OPERAND_REF = re.compile(r"%?" + _NAME)
-_QUOTED = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
-_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|/\*.*?\*/|[(){}\[\]]')
+# Open strings and comments run to the end of the line: a failed match per later quote was quadratic.
+_QUOTED = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:(")|\\?\Z)')
+_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|/\*.*?(?:\*/|\Z)|[(){}\[\]]')
 _TABLE_NAMES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
@@ -89,7 +94,8 @@ def _tail_is_plain(tail: str) -> bool:
     """
     if balanced_counts(tail) and "//" not in tail and "/*" not in tail:
         return True
-    bare = _QUOTED.sub("", tail) if '"' in tail else tail
+    # A closed string goes; an open one leaves its quote behind, which rejects the tail below.
+    bare = _QUOTED.sub(lambda m: "" if m.group(1) else '"', tail) if '"' in tail else tail
     if "//" in bare or "/*" in bare or '"' in bare:
         return False
     return balanced_counts(bare)
@@ -183,7 +189,8 @@ class _LineParser:
     def _computation(self) -> Computation:
         number = self.i
         line = self._next()
-        m = _COMPUTATION_HEAD.fullmatch(line)
+        head = line.rstrip(" \t")
+        m = _COMPUTATION_HEAD.fullmatch(head) if head.endswith("{") else None
         if m is None or line[:1] in " \t":
             raise FastPathUnsupported(f"computation header at line {number + 1}")
         params = result = None
@@ -306,11 +313,17 @@ class _LineParser:
         for part in parts:
             part = part.strip()
             if part.startswith("/*"):
-                part = part[part.index("*/") + 2 :].strip()
-            m = _OPERAND.fullmatch(part)
+                end = part.find("*/")
+                if end < 0:  # an unclosed comment (fuzzing found the bare index() raising ValueError)
+                    raise FastPathUnsupported(f"unclosed comment at line {number + 1}")
+                part = part[end + 2 :].strip()
+            # rpartition, not a `(.+?)[ \t]+name` regex: that one was quadratic in a long run of blanks.
+            shape_text, _, ref = part.replace("\t", " ").rpartition(" ")
+            m = _OPERAND_REF_INDEXED.fullmatch(ref)
             if m is None:
                 raise FastPathUnsupported(f"operand at line {number + 1}")
-            shape = parse_shape_cached(m.group(1)) if m.group(1) else None
-            index = tuple(_int(i) for i in m.group(4).split("#")[1:]) if m.group(4) else ()
-            out.append(Operand(m.group(3), shape, index))
+            shape_text = shape_text.strip()
+            shape = parse_shape_cached(shape_text) if shape_text else None
+            index = tuple(_int(i) for i in m.group(3).split("#")[1:]) if m.group(3) else ()
+            out.append(Operand(m.group(2), shape, index))
         return tuple(out)

@@ -167,7 +167,8 @@ def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -
 # LALR stack costs ~250 bytes per open bracket, so 1 MB of `(` took 250 MB and 4 s before failing; past
 # this depth we stop early with a positioned error instead (found by fuzzing).
 MAX_NESTING = 256
-_BRACKETS = re.compile(r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"|/\*[\s\S]*?\*/|//[^\n]*|[({\[]|[)}\]]')
+# Open strings and comments end at the line end or text end, so a run of open quotes stays linear.
+_BRACKETS = re.compile(r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+(?:"|\\?(?=\n|\Z))|/\*[\s\S]*?(?:\*/|\Z)|//[^\n]*|[({\[]|[)}\]]')
 
 
 def check_nesting(text: str, path: str | None, line_offset: int = 0) -> None:

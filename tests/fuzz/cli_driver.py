@@ -35,6 +35,15 @@ class CliRun:
         return None
 
 
+# Open bugs in other owners' code (see fixtures/fuzz/OPEN.md): (command, exception name). Tests skip these
+# so that new crashes still fail CI; the campaign still counts them. Drop an entry once it is fixed.
+KNOWN_OPEN = {("memory", "UnsizedShapeError"), ("diff", "UnsizedShapeError")}
+
+
+def is_known_open(run: "CliRun") -> bool:
+    return bool(run.crash) and any(run.args[0] == cmd and exc in run.crash for cmd, exc in KNOWN_OPEN)
+
+
 def invoke(args: list[str]) -> CliRun:
     """Run `hloscan ARGS` in-process; an exception escaping click is recorded, not swallowed."""
     runner = CliRunner()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 
 from . import cli_driver, mutators
 from .generate import modules
@@ -13,7 +13,8 @@ from .seeds import BUILTIN, seed_or_builtin
 
 
 def _assert_runs_clean(paths: list[str]) -> None:
-    problems = [p for run in cli_driver.run_all_commands(paths) if (p := run.problem() or cli_driver.json_problem(run))]
+    problems = [p for run in cli_driver.run_all_commands(paths)
+                if not cli_driver.is_known_open(run) and (p := run.problem() or cli_driver.json_problem(run))]
     assert not problems, "\n\n".join(problems)
 
 
@@ -25,7 +26,8 @@ def test_cli_on_mutated_inputs(tmp_path):
         _assert_runs_clean([cli_driver.write_input(str(tmp_path), f"m{i}.hlo", data), good])
 
 
-@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
+          phases=[Phase.generate])  # no shrinking: each CLI pass is ~0.3 s
 @given(modules())
 def test_cli_on_generated_modules(tmp_path_factory, module):
     folder = str(tmp_path_factory.mktemp("gen"))
