@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from .attrs import parse_metadata, split_top_level, strip_comments_and_space
 from .ir import UNBOUNDED, Instruction, Location, Module, Shape
+from .transform import hlo_int
 from .layout_engine import memory_space_name, minor_to_major, size_report, tiles_text
 
 ShapeParser = Callable[[str], Shape]
@@ -67,7 +68,7 @@ _DONOR = re.compile(r"\(\s*(\d+)\s*,\s*" + _INDEX + r"\s*\)")
 
 
 def _index(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+    return tuple(hlo_int(x) for x in text.replace(" ", "").split(",") if x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,7 @@ class Alias:
 def parse_aliases(raw: str | None) -> list[Alias]:
     if not raw:
         return []
-    return [Alias(_index(m.group(1)), int(m.group(2)), _index(m.group(3)), m.group(4) or "may-alias")
+    return [Alias(_index(m.group(1)), hlo_int(m.group(2)), _index(m.group(3)), m.group(4) or "may-alias")
             for m in _ALIAS.finditer(raw)]
 
 
@@ -95,7 +96,7 @@ def parse_donors(raw: str | None) -> list[tuple[int, tuple[int, ...]]]:
     """`buffer_donor={ (0, {}), (1, {0}) }` -> [(0, ()), (1, (0,))]."""
     if not raw:
         return []
-    return [(int(m.group(1)), _index(m.group(2))) for m in _DONOR.finditer(raw)]
+    return [(hlo_int(m.group(1)), _index(m.group(2))) for m in _DONOR.finditer(raw)]
 
 
 # ---------------------------------------------------------------------------------------------------

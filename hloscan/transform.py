@@ -75,11 +75,27 @@ def _array_shape(tree: Tree) -> Shape:
             dynamic.append(True)
         elif child.data == "layout":
             layout = _layout(child)
-    if layout is not None and layout.minor_to_major and len(layout.minor_to_major) != len(dims):
-        # XLA: "Dimensions size is N, but minor to major size is M".
-        raise ShapeError(f"{element_type} has {len(dims)} dimension(s) but its layout lists "
-                         f"{len(layout.minor_to_major)}", tree.meta.line, tree.meta.column)
+    if layout is not None:
+        problem = _layout_problem(layout, len(dims))
+        if problem:
+            raise ShapeError(f"{element_type}[{','.join(map(str, dims))}]: {problem}", tree.meta.line, tree.meta.column)
     return Shape(element_type, tuple(dims), tuple(dynamic), layout)
+
+
+def _layout_problem(layout: Layout, rank: int) -> str | None:
+    """What XLA's layout validation would reject (LayoutUtil::ValidateLayoutForShape), or None."""
+    m2m = layout.minor_to_major
+    if m2m and len(m2m) != rank:
+        # XLA: "Dimensions size is N, but minor to major size is M".
+        return f"{rank} dimension(s) but the layout lists {len(m2m)}"
+    if m2m and sorted(m2m) != list(range(rank)):
+        return f"layout {{{','.join(map(str, m2m))}}} is not a permutation of the dimensions 0..{rank - 1}"
+    for tile in layout.tiles:
+        if any(d is not None and d <= 0 for d in tile.dims):
+            return f"tile {tile.to_text()} has a dimension that is not positive"
+    if layout.element_size_bits < 0 or layout.memory_space < 0:
+        return "negative element size or memory space"
+    return None
 
 
 def _ints(node: Tree) -> list[int]:

@@ -8,6 +8,7 @@ from typing import Iterable
 
 from .attrs import parse_int_list, parse_name_list, split_top_level, unquote
 from .ir import Computation, Instruction, Module, Shape
+from .transform import IntegerOutOfRange, ShapeError, hlo_int
 
 # §7.1: every opcode XLA knows, in its text spelling.
 KNOWN_OPCODES = frozenset("""
@@ -131,7 +132,10 @@ def validate_module(module: Module, text: str, path: str | None, thorough: bool,
     Cheap structural checks always run; checks that parse attribute values run when `thorough`.
     """
     try:
-        _check_module(module, thorough)
+        try:
+            _check_module(module, thorough)
+        except ValueError as exc:  # an integer no 64-bit field holds (int() refuses > 4300 digits too)
+            raise _huge_integer(text, line_offset, exc) from None
     except _Reject as exc:
         from .parser import HloSyntaxError
 
@@ -141,12 +145,40 @@ def validate_module(module: Module, text: str, path: str | None, thorough: bool,
         raise HloSyntaxError(exc.message, max(exc.line, 1), max(exc.col, 1), source, path) from None
 
 
+_LONG_NUMBER = re.compile(r"\d{20,}")
+
+
+def _huge_integer(text: str, line_offset: int, exc: ValueError) -> _Reject:
+    m = _LONG_NUMBER.search(text)
+    if m is None:
+        return _Reject(f"invalid value: {exc}", 1 + line_offset, 1)
+    line = text.count("\n", 0, m.start()) + 1
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+    return _Reject("integer out of range (XLA reads 64-bit integers)", line + line_offset, col)
+
+
+def _check_entry_layout(module: Module) -> None:
+    """The header's entry_computation_layout must hold valid shapes (layouts are permutations, tiles > 0)."""
+    raw = module.attr("entry_computation_layout")
+    if not raw:
+        return
+    from .parser import HloSyntaxError
+    from .signature import parse_computation_layout
+
+    try:
+        parse_computation_layout(raw)
+    except (HloSyntaxError, ValueError) as exc:
+        message = exc.message if isinstance(exc, HloSyntaxError) else str(exc)
+        raise _Reject(f"entry_computation_layout: {message}", module.line, 1) from None
+
+
 def _at(node: Instruction | Computation, message: str) -> _Reject:
     return _Reject(message, node.line, node.col)
 
 
 def _check_module(module: Module, thorough: bool) -> None:
     single = not module.has_header and module.name == "single_instruction"
+    _check_entry_layout(module)
     seen: dict[str, Computation] = {}
     entries = 0
     for comp in module.computations:
@@ -644,7 +676,7 @@ _IOTA_GROUPS = re.compile(r"^\[([0-9,]+)\]<=\[([0-9,]+)\]")
 
 
 def _product(text: str) -> int:
-    return math.prod(int(x) for x in text.split(",") if x)
+    return math.prod(hlo_int(x) for x in text.split(",") if x)
 
 
 def _check_sharding(v: _Thorough, inst: Instruction) -> None:

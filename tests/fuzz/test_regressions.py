@@ -10,16 +10,6 @@ from .oracle import run_input
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "fuzz"
 CASES = sorted(FIXTURES.glob("*.hlo"))
-# Inputs that still break code other engineers own (fixtures/fuzz/open/OPEN.md); move up a folder once fixed.
-OPEN = sorted((FIXTURES / "open").glob("*.hlo"))
-
-
-@pytest.mark.parametrize("path", OPEN, ids=lambda p: p.stem)
-def test_open_bug_still_reproduces_or_is_fixed(path):
-    """Reports, never fails: flags (via xfail/xpass) when an open bug gets fixed so its input can move up."""
-    outcome = run_input(path.read_bytes())
-    if outcome.failures:
-        pytest.xfail(f"open: {outcome.failures[0].detail.strip().splitlines()[-1][:120]}")
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
