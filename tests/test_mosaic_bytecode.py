@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import hashlib
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from corpus import CORPUS, require_path
 from hloscan.mosaic.bytecode import (
     MAGIC,
     BytecodeError,
@@ -24,8 +26,23 @@ from hloscan.mosaic.bytecode import (
 )
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "mosaic"
-VMEM = Path(__file__).parents[1].parent / "shared" / "corpus" / "tpu-oracle" / "vmem"
+VMEM = CORPUS / "tpu-oracle" / "vmem"
 BODY = re.compile(r'"body": ?"([A-Za-z0-9+/=]+)"')
+# In MLIR text the backend_config sits in an attribute string, so its quotes are written \22.
+BODY_IN_MLIR = re.compile(r'\\22body\\22: \\22([A-Za-z0-9+/=]+)\\22')
+
+
+def _load(name: str) -> dict:
+    """A fixture with its body: kept inline only when generated here, else read from the corpus it names
+    (fixtures reference corpus data instead of copying it) and checked against the recorded SHA-256."""
+    record = json.loads((FIXTURES / name).read_text())
+    if "body" not in record:
+        text = require_path(CORPUS / record["source"]).read_text(encoding="utf-8")
+        bodies = BODY.findall(text) + BODY_IN_MLIR.findall(text)
+        matches = [b for b in bodies if hashlib.sha256(b.encode()).hexdigest() == record["body_sha256"]]
+        assert matches, f"no body with the recorded SHA-256 in {record['source']}"
+        record["body"] = matches[0]
+    return record
 _DTYPES = {"float32": "f32", "bfloat16": "bf16", "int8": "i8", "int32": "i32", "float8_e4m3fn": "f8E4M3FN"}
 
 
@@ -58,7 +75,7 @@ def _decoded_view(body: str) -> dict:
 @pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: p.stem)
 def test_matches_mlir_reader(path: Path):
     """Fixtures hold what jaxlib's MLIR parser reads from the same bodies (fixtures/mosaic/generate_with_jax.py)."""
-    record = json.loads(path.read_text())
+    record = _load(path.name)
     assert _decoded_view(record["body"]) == record["expected"]
 
 
@@ -67,7 +84,7 @@ def test_fixtures_present():
 
 
 def test_kernel_details_mmk():
-    record = json.loads((FIXTURES / "mmk_bf16_acc.json").read_text())
+    record = _load("mmk_bf16_acc.json")
     k = read_kernel(record["body"])
     assert k.grid == (2, 2, 4)
     assert k.dimension_semantics == ("parallel", "parallel", "arbitrary")
@@ -79,17 +96,17 @@ def test_kernel_details_mmk():
 
 
 def test_newest_bytecode_version_reads_the_same():
-    old = json.loads((FIXTURES / "mmk_bf16_acc.json").read_text())["body"]
-    new = json.loads((FIXTURES / "mmk_bf16_acc_newest_bytecode.json").read_text())["body"]
+    old = _load("mmk_bf16_acc.json")["body"]
+    new = _load("mmk_bf16_acc_newest_bytecode.json")["body"]
     assert read_kernel(new).bytecode_version > 0
     assert _decoded_view(new) == _decoded_view(old)
 
 
 def test_prefetch_and_semaphore_spaces():
-    k = read_kernel(json.loads((FIXTURES / "prefetch_int8.json").read_text())["body"])
+    k = read_kernel(_load("prefetch_int8.json")["body"])
     assert [t.space for t in k.scalar_prefetch_types] == ["smem"]
     assert k.window_params[0].index_map == (None, 0)  # the block row comes from the prefetched table
-    dma = read_kernel(json.loads((FIXTURES / "public_semaphore_dma_2024.json").read_text())["body"])
+    dma = read_kernel(_load("public_semaphore_dma_2024.json")["body"])
     assert dma.iteration_bounds is None
     spaces = {t.space for t in dma.arg_types if isinstance(t, ShapedType)}
     assert "any" in spaces or "semaphore_mem" in spaces or "vmem" in spaces
@@ -153,7 +170,7 @@ def test_corpus_grid_matches_shapes():
 
 
 def _sample_raw() -> bytes:
-    return decode_body(json.loads((FIXTURES / "mmk_bf16_acc.json").read_text())["body"])
+    return decode_body(_load("mmk_bf16_acc.json")["body"])
 
 
 def test_every_truncation_raises_bytecode_error():
