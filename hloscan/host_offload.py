@@ -651,3 +651,98 @@ def cached_analysis(module: Module, host_outputs: Iterable[int] | None = None) -
             _CACHE.clear()
         hit = _CACHE[key] = (module, analyze(module, outputs))
     return hit[1]
+
+
+# ----------------------------------------------------------------------------------------------------
+# The name XLA gives the start instruction by the time the offloader runs
+
+
+class _NameUniquer:
+    """xla::NameUniquer: `base.N` registers id N of `base` (a bare `base` is id 0); a taken id gets the next free
+    one from a per-base counter that starts at 0 and only moves on collisions."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, set[int]] = {}
+        self.next: dict[str, int] = {}
+
+    def get(self, name: str) -> str:
+        base, dot, suffix = name.rpartition(".")
+        numbered = bool(dot) and bool(base) and suffix.isdigit()
+        if not numbered:
+            base, number = name, 0
+        else:
+            number = int(suffix)
+        used = self.used.setdefault(base, set())
+        if number in used:
+            number = self.next.get(base, 0)
+            while number in used:
+                number += 1
+            self.next[base] = number + 1
+        used.add(number)
+        if number == 0:
+            return f"{base}.0" if numbered else base
+        return f"{base}.{number}"
+
+
+def _computation_post_order(module: Module) -> list[str]:
+    """Computations reachable from the entry, callees before callers (CallGraph::VisitNodes)."""
+    comps = module.computations_by_name
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        seen.add(name)
+        for inst in post_order(comps[name]):
+            if "=" in inst.attrs_text:
+                for _attr, callee in called_computations(inst):
+                    if callee in comps and callee not in seen:
+                        visit(callee)
+        order.append(name)
+
+    visit(module.entry.name)
+    return order
+
+
+def xla_names(module: Module) -> dict[tuple[str, str], str]:
+    """(computation, instruction) in the dump -> the name XLA's host offloader sees, where it differs.
+
+    Two renames happen before the offloader, both through the module's NameUniquer:
+    * CallInliner (first pipeline) clones every instruction of a `call`ed computation into the caller, in
+      post order, callees first; the clone asks for the original name, which is taken, so it gets the next
+      free id of its base (`dynamic-update-slice.1` -> `dynamic-update-slice.0`).
+    * Layout assignment copies the entry ROOT tuple when the entry result layout puts a leaf in another memory
+      space (S(5)) than the ROOT's shape; the copy is cleaned up but its fresh ROOT `tuple` stays
+      (`tuple.1` -> `tuple`, or the next free `tuple.N`).
+    Not modelled: passes that rebuild instructions in between (while-loop simplifier dropping loop elements
+    rebuilds the init tuple, the number depends on every tuple created before it).
+    """
+    uniquer = _NameUniquer()
+    for _comp, inst in module.instructions():
+        uniquer.get(inst.name)
+    comps = module.computations_by_name
+    # current[c] = the instructions of computation c after its own calls were inlined: (origin key, name)
+    current: dict[str, list[tuple[tuple[str, str], str]]] = {}
+    renamed: dict[tuple[str, str], str] = {}
+    for name in _computation_post_order(module):
+        seq: list[tuple[tuple[str, str], str]] = []
+        for inst in post_order(comps[name]):
+            callee = inst.attr("to_apply") if inst.opcode == "call" else None
+            callee = callee.lstrip("%") if callee else None
+            if callee in current:
+                for origin, cur in current[callee]:
+                    if comps[origin[0]].by_name[origin[1]].opcode == "parameter":
+                        continue
+                    new = uniquer.get(cur)
+                    renamed[origin] = new  # nested calls: the outermost clone is the one left
+                    seq.append((origin, new))
+            else:
+                seq.append(((name, inst.name), inst.name))
+        current[name] = seq
+    root = module.entry.root
+    entry_layout = _entry_layout(module)
+    if root is not None and root.opcode == "tuple" and entry_layout is not None and root.shape is not None:
+        result = entry_layout[1]
+        printed = dict(root.shape.leaves())
+        if any(leaf.memory_space != getattr(printed.get(index), "memory_space", 0) for index, leaf in result.leaves()):
+            renamed[(module.entry.name, root.name)] = uniquer.get("tuple")
+    return renamed

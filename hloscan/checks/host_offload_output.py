@@ -7,7 +7,7 @@ from typing import Iterator
 
 from ..context import Context
 from ..finding import Finding, Related, Severity, SourceLocation, Span
-from ..host_offload import OutputHit, Step, cached_analysis
+from ..host_offload import OutputHit, Step, cached_analysis, xla_names
 from ..registry import Check, Option, register
 
 HINT = ("declare output {n} in host memory (jax: out_shardings=...with_memory_kind(\"pinned_host\"), i.e. S(5) in "
@@ -95,16 +95,20 @@ class HostOffloadOutputMismatch(Check):
     def run(self, ctx: Context) -> Iterator[Finding]:
         analysis = cached_analysis(ctx.module, ctx.option(self, "host_outputs"))
         first = analysis.first_mismatch
+        names = xla_names(ctx.module) if analysis.mismatches else {}
         for hit in analysis.mismatches:
-            yield self._finding(ctx, hit, hit is first)
+            yield self._finding(ctx, hit, hit is first, names)
 
-    def _finding(self, ctx: Context, hit: OutputHit, xla_first: bool) -> Finding:
+    def _finding(self, ctx: Context, hit: OutputHit, xla_first: bool, names: dict) -> Finding:
         module = ctx.module
         root = module.entry.root
         start = hit.offload.start
         output = _index_text(hit.output_index)
         what = f"entry output {output}" if hit.output_index else "the entry result"
-        message = (f"{what} holds a tensor moved to host (starting from {start.instruction}) "
+        xla_name = names.get((start.computation, start.instruction), start.instruction)
+        # XLA's passes may rebuild the instruction under a new name before the offloader runs: say both.
+        renamed = f", which XLA will name {xla_name}" if xla_name != start.instruction else ""
+        message = (f"{what} holds a tensor moved to host (starting from {start.instruction}{renamed}) "
                    f"but is declared {hit.declared.layout} ({hit.declared.source}), not host memory S(5)")
         severity = None
         if not hit.declared.known:
@@ -113,7 +117,7 @@ class HostOffloadOutputMismatch(Check):
                         "pass --host-outputs to decide")
         numbers = ",".join(map(str, hit.output_leaves)) or output
         finding = self.finding(ctx, module.entry, root, message, hint=HINT.format(n=numbers),
-                               data=_data(hit, xla_first), related=_related(ctx, hit), severity=severity)
+                               data=_data(hit, xla_first, names), related=_related(ctx, hit), severity=severity)
         source = _path_source(ctx, hit.path)
         return dataclasses.replace(finding, source=source) if source is not None else finding
 
@@ -122,9 +126,12 @@ def _index_text(index: tuple[int, ...]) -> str:
     return "{" + ",".join(map(str, index)) + "}"
 
 
-def _data(hit: OutputHit, xla_first: bool) -> dict:
+def _data(hit: OutputHit, xla_first: bool, names: dict) -> dict:
+    start = hit.offload.start
     return {
-        "starting_from": hit.offload.start.instruction,
+        # the name XLA prints: passes before the offloader (call inlining, layout assignment) rename it
+        "starting_from": names.get((start.computation, start.instruction), start.instruction),
+        "starting_from_in_dump": start.instruction,
         "starting_from_computation": hit.offload.start.computation,
         "offload_kind": hit.offload.kind,
         "origin": hit.offload.origin.instruction,

@@ -139,7 +139,7 @@ def finding_view(module: Module, finding, host: set[Node]) -> View:
         for (a, ia), (b, _) in zip(steps, steps[1:]):
             view.edges.append((a, b, ia))
         _add_producers(module, view, steps[0][0])
-        start = finding.data.get("starting_from")
+        start = finding.data.get("starting_from_in_dump", finding.data.get("starting_from"))
         start_comp = finding.data.get("starting_from_computation")
         view.start = (start_comp, start) if start_comp else next((n for n, _ in steps if n[1] == start), None)
         view.end = steps[-1][0]
