@@ -1074,7 +1074,7 @@ class MosaicKernel:
 _PIPELINE_BUFFERS = {"synchronous": 1, "double_buffered": 2}
 
 
-def _enum_text(value: Any, prefix: str) -> str | None:
+def enum_text(value: Any, prefix: str) -> str | None:
     """`#tpu.dimension_semantics<parallel>` -> `parallel` (prefix is `tpu.dimension_semantics`)."""
     if value is None:
         return None
@@ -1085,7 +1085,7 @@ def _enum_text(value: Any, prefix: str) -> str | None:
     return text
 
 
-def _int_value(value: Any, default: int = 0) -> int:
+def int_value(value: Any, default: int = 0) -> int:
     if isinstance(value, TypedValue) and isinstance(value.value, int):
         return value.value
     if isinstance(value, int):
@@ -1093,28 +1093,33 @@ def _int_value(value: Any, default: int = 0) -> int:
     return default
 
 
-def _int_tuple(value: Any) -> tuple[int, ...] | None:
+def int_tuple(value: Any) -> tuple[int, ...] | None:
     if isinstance(value, DenseArray):
         return tuple(int(v) for v in value.values)
     if isinstance(value, list):
-        return tuple(_int_value(v) for v in value)
+        return tuple(int_value(v) for v in value)
     return None
 
 
 def _window_param(value: Any, funcs: dict[str, Operation], n_grid: int) -> WindowParam:
+    return window_param(value, lambda name: _index_map(funcs.get(name), n_grid))
+
+
+def window_param(value: Any, index_map_of: Callable[[str], tuple[str | int | None, ...] | None]) -> WindowParam:
+    """A `window_params` entry (a dict of decoded attributes) as a WindowParam; shared by the text reader."""
     if not isinstance(value, dict):
         return WindowParam(None)
-    mode = _enum_text(value.get("pipeline_mode"), "tpu.pipeline_mode")
+    mode = enum_text(value.get("pipeline_mode"), "tpu.pipeline_mode")
     transform = value.get("transform_indices")
     name = transform.name if isinstance(transform, SymbolRef) else None
     kind = value.get("window_kind")
     return WindowParam(
-        window_bounds=_int_tuple(value.get("window_bounds")),
+        window_bounds=int_tuple(value.get("window_bounds")),
         transform_indices=name,
         pipeline_mode=mode,
         buffer_count=_PIPELINE_BUFFERS.get(mode) if mode else None,
         window_kind=_attr_text(kind) if kind is not None else None,
-        index_map=_index_map(funcs.get(name), n_grid) if name else None,
+        index_map=index_map_of(name) if name else None,
     )
 
 
@@ -1181,7 +1186,7 @@ def kernel_from_module(module: Module) -> MosaicKernel:
         arg_types = ()
     params = attrs.get("window_params")
     semantics = attrs.get("dimension_semantics")
-    grid = _int_tuple(attrs.get("iteration_bounds"))
+    grid = int_tuple(attrs.get("iteration_bounds"))
     by_name = {str(op.attributes.get("sym_name")): op for op in funcs}
     return MosaicKernel(
         name=str(attrs.get("sym_name", "")),
@@ -1191,11 +1196,11 @@ def kernel_from_module(module: Module) -> MosaicKernel:
         ) if isinstance(params, list) else None,
         iteration_bounds=grid,
         dimension_semantics=tuple(
-            _enum_text(s, "tpu.dimension_semantics") or "" for s in semantics
+            enum_text(s, "tpu.dimension_semantics") or "" for s in semantics
         ) if isinstance(semantics, list) else (),
-        scalar_prefetch=_int_value(attrs.get("scalar_prefetch")),
-        scratch_operands=_int_value(attrs.get("scratch_operands")),
-        core_type=_enum_text(attrs.get("tpu.core_type"), "tpu.core_type"),
+        scalar_prefetch=int_value(attrs.get("scalar_prefetch")),
+        scratch_operands=int_value(attrs.get("scratch_operands")),
+        core_type=enum_text(attrs.get("tpu.core_type"), "tpu.core_type"),
         functions=tuple(str(op.attributes.get("sym_name", "")) for op in funcs),
         bytecode_version=module.version,
         producer=module.producer,
@@ -1208,7 +1213,7 @@ def _mosaic_version(module: Module) -> int | None:
     for op in module.operations:
         value = op.attributes.get("stable_mosaic.version")
         if value is not None:
-            return _int_value(value, default=-1)
+            return int_value(value, default=-1)
     return None
 
 

@@ -18,7 +18,10 @@ from .bytecode import (
     ShapedType,
     SymbolRef,
     TypedValue,
-    WindowParam,
+    enum_text,
+    int_tuple,
+    int_value,
+    window_param,
 )
 
 _FUNC = re.compile(r"func\.func\s+(?:private\s+)?@([\w$.-]+)\s*\(")
@@ -30,7 +33,6 @@ _CONSTANT = re.compile(r"(%[\w.$-]+)\s*=\s*arith\.constant\s+(-?\d+)\s*:")
 _RETURN = re.compile(r"\breturn\b([^:\n]*)(?::|\n|$)")
 _OP_AT_LINE = re.compile(r"^\s*(?:%[^=]*=\s*)?\"?([a-z_][\w]*\.[\w.]+)\"?", re.M)
 _MOSAIC_VERSION = re.compile(r"stable_mosaic\.version\s*=\s*(\d+)")
-_PIPELINE_BUFFERS = {"synchronous": 1, "double_buffered": 2}
 
 
 def looks_like_mlir_text(data: bytes) -> bool:
@@ -54,7 +56,7 @@ def _read(text: str) -> MosaicKernel:
         raise BytecodeError("no func.func in the MLIR text kernel body")
     main = next((f for f in funcs if "window_params" in f["attrs"] or "iteration_bounds" in f["attrs"]), funcs[0])
     attrs = main["attrs"]
-    grid = _ints(attrs.get("iteration_bounds"))
+    grid = int_tuple(attrs.get("iteration_bounds"))
     n_grid = len(grid or ())
     by_name = {f["name"]: f for f in funcs}
     params = attrs.get("window_params")
@@ -63,13 +65,14 @@ def _read(text: str) -> MosaicKernel:
     return MosaicKernel(
         name=main["name"],
         arg_types=tuple(main["args"]),
-        window_params=tuple(_window(p, by_name, n_grid) for p in params) if isinstance(params, list) else None,
+        window_params=tuple(window_param(p, lambda name: _index_map(by_name.get(name), n_grid)) for p in params)
+        if isinstance(params, list) else None,
         iteration_bounds=grid,
-        dimension_semantics=tuple(_enum(s, "tpu.dimension_semantics") for s in semantics)
+        dimension_semantics=tuple(enum_text(s, "tpu.dimension_semantics") or "" for s in semantics)
         if isinstance(semantics, list) else (),
-        scalar_prefetch=_int(attrs.get("scalar_prefetch")),
-        scratch_operands=_int(attrs.get("scratch_operands")),
-        core_type=_enum(attrs.get("tpu.core_type"), "tpu.core_type") if "tpu.core_type" in attrs else None,
+        scalar_prefetch=int_value(attrs.get("scalar_prefetch")),
+        scratch_operands=int_value(attrs.get("scratch_operands")),
+        core_type=enum_text(attrs.get("tpu.core_type"), "tpu.core_type"),
         functions=tuple(f["name"] for f in funcs),
         bytecode_version=-1,  # text, not bytecode
         producer="mlir-text",
@@ -202,43 +205,6 @@ def _value(text: str) -> Any:
     if text.lstrip("-").isdigit():
         return int(text)
     return OpaqueAttr(text)
-
-
-def _ints(value: Any) -> tuple[int, ...] | None:
-    if isinstance(value, DenseArray):
-        return tuple(int(v) for v in value.values)
-    if isinstance(value, list):
-        return tuple(_int(v) for v in value)
-    return None
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, TypedValue):
-        return int(value.value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _enum(value: Any, prefix: str) -> str:
-    text = value.text if isinstance(value, OpaqueAttr) else str(value)
-    head = "#" + prefix + "<"
-    return text[len(head) : -1] if text.startswith(head) and text.endswith(">") else text
-
-
-def _window(value: Any, funcs: dict[str, dict], n_grid: int) -> WindowParam:
-    if not isinstance(value, dict):
-        return WindowParam(None)
-    mode = _enum(value["pipeline_mode"], "tpu.pipeline_mode") if "pipeline_mode" in value else None
-    transform = value.get("transform_indices")
-    name = transform.name if isinstance(transform, SymbolRef) else None
-    kind = value.get("window_kind")
-    return WindowParam(
-        window_bounds=_ints(value.get("window_bounds")),
-        transform_indices=name,
-        pipeline_mode=mode,
-        buffer_count=_PIPELINE_BUFFERS.get(mode) if mode else None,
-        window_kind=kind.text if isinstance(kind, OpaqueAttr) else None,
-        index_map=_index_map(funcs.get(name), n_grid) if name else None,
-    )
 
 
 def _index_map(func: dict | None, n_grid: int) -> tuple[str | int | None, ...] | None:
