@@ -11,15 +11,15 @@ Python API (imports are lazy, so `import hloscan` stays cheap)::
                              checks={"scoped-vmem-tight": {"margin": 0.2}},
                              vmem_limit_kib=32768, host_outputs=[0])
     for f in findings:
-        print(f.span, f.code, f.message)                    # Finding: see hloscan.finding
+        print(f.span, f.code, f.message)                    # Finding: see hloscan.lint.finding
 
-    modules = hloscan.load("module.after_optimizations.txt")  # parsed IR (hloscan.ir.Module)
+    modules = hloscan.load("module.after_optimizations.txt")  # parsed IR (hloscan.hlo.ir.Module)
 
 `check` takes the same settings as the `[tool.hloscan]` config table (select, ignore, severity, checks,
 tpu, vmem_limit_kib, host_outputs, per_path_ignores) as keyword arguments, plus `config=` (a
 pyproject.toml or hloscan.toml to read first), `strict=` (full-grammar parse) and `jobs=` (worker
 processes; default 1). Bad settings raise `hloscan.config.ConfigError` naming the key; unparseable
-input raises `hloscan.parser.HloSyntaxError` (HLO001).
+input raises `hloscan.hlo.parser.HloSyntaxError` (HLO001).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from os import PathLike
 
-    from .finding import Finding
-    from .ir import Module
+    from hloscan.lint.finding import Finding
+    from hloscan.hlo.ir import Module
 
 _RUN_KEYS = ("config", "strict", "jobs")
 
@@ -43,7 +43,7 @@ def _is_text(path_or_text: Any) -> bool:
 
 def check(path_or_text: "str | PathLike[str]", **options: Any) -> "list[Finding]":
     """Run the checks on HLO text or on a file / dump folder and return the findings, sorted."""
-    from .config import Config, load_config, parse_config
+    from hloscan.lint.config import Config, load_config, parse_config
 
     settings = {k: v for k, v in options.items() if k not in _RUN_KEYS}
     config = load_config(options["config"]) if options.get("config") else Config()
@@ -71,15 +71,15 @@ def _merge(base, override):
 
 
 def _selection(config):
-    from .engine import Selection
+    from hloscan.lint.engine import Selection
 
     return Selection(config.select or (), config.ignore or ())
 
 
 def _check_text(text: str, config, strict: bool) -> "list[Finding]":
-    from .engine import run_checks, selected_checks
-    from .finding import Finding
-    from .loader import load_text
+    from hloscan.lint.engine import run_checks, selected_checks
+    from hloscan.lint.finding import Finding
+    from hloscan.hlo.loader import load_text
 
     checks = selected_checks(_selection(config))
     findings: list[Finding] = []
@@ -89,8 +89,8 @@ def _check_text(text: str, config, strict: bool) -> "list[Finding]":
 
 
 def _check_paths(path: str, config, strict: bool, jobs: int) -> "list[Finding]":
-    from .engine import selected_checks
-    from .runner import build_tasks, scan_tasks
+    from hloscan.lint.engine import selected_checks
+    from hloscan.lint.scan import build_tasks, scan_tasks
 
     checks = selected_checks(_selection(config))
     tasks = build_tasks([path], checks, config.ignored_for)
@@ -103,6 +103,6 @@ def _check_paths(path: str, config, strict: bool, jobs: int) -> "list[Finding]":
 
 def load(path: "str | PathLike[str]", strict: bool = False) -> "list[Module]":
     """Parse every module in a file or dump folder; raises HloSyntaxError (HLO001) for the first bad file."""
-    from .loader import load as _load
+    from hloscan.hlo.loader import load as _load
 
     return _load(path, strict)

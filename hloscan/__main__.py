@@ -1,6 +1,6 @@
 """`python -m hloscan` runs the command line."""
 
-from .cli import run
+from hloscan.cli import run
 
 if __name__ == "__main__":
     run()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from hloscan.attrs import parse_metadata
-from hloscan.finding import Severity
-from hloscan.registry import _CHECKS, Check, Option, register
+from hloscan.hlo.attrs import parse_metadata
+from hloscan.lint.finding import Severity
+from hloscan.lint.registry import _CHECKS, Check, Option, register
 
 
 class MarkedInstruction(Check):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from corpus import CORPUS, require_path as require
-from hloscan.ir import Module, Shape
-from hloscan.parser import parse_shape as _parse_shape
-from hloscan.parser import parse_text
+from hloscan.hlo.ir import Module, Shape
+from hloscan.hlo.parser import parse_shape as _parse_shape
+from hloscan.hlo.parser import parse_text
 
 LAYOUT_DIR = CORPUS / "tpu-oracle" / "layout"
 

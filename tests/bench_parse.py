@@ -22,8 +22,8 @@ XLA_SECONDS = {"gpt48-cpu.after_optimizations.hlo.txt.xz": 2.1}
 
 def measure(path: Path, repeat: int) -> dict:
     """Runs inside the child process."""
-    from hloscan import parser
-    from hloscan.parser import parse_text
+    from hloscan.hlo import parser
+    from hloscan.hlo.parser import parse_text
 
     parser.FREEZE_AFTER_BUILD = repeat == 1  # as the CLI does; repeated runs must free the previous one
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hloscan.engine import run_checks
-from hloscan.loader import load_file
-from hloscan.registry import all_checks
+from hloscan.lint.engine import run_checks
+from hloscan.hlo.loader import load_file
+from hloscan.lint.registry import all_checks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checks"
 EXPECT = re.compile(r"//\s*expect:\s*(HLO\d{3})")

@@ -217,7 +217,7 @@ def test_github_format_reports_parse_errors(workdir):
 
 
 def test_rules_lists_every_check(marked):
-    from hloscan.registry import all_checks
+    from hloscan.lint.registry import all_checks
 
     res = CliRunner().invoke(main, ["rules"])
     assert res.exit_code == 0
@@ -247,8 +247,8 @@ def test_rule_unknown_and_tool_codes():
 
 
 def test_explain_xla_code(marked):
-    from hloscan.registry import all_checks
-    from hloscan.xla_errors import explain_xla_code
+    from hloscan.lint.registry import all_checks
+    from hloscan.analyses.xla_errors import explain_xla_code
 
     text = explain_xla_code("E1200")
     assert text.startswith("E1200: CompileTimeHostOffloadOutputLocationMismatch")

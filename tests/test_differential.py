@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hloscan.fastpath import FastPathUnsupported, parse_module_fast
-from hloscan.parser import split_modules
-from hloscan.strict import parse_module_strict
+from hloscan.hlo.fastpath import FastPathUnsupported, parse_module_fast
+from hloscan.hlo.parser import split_modules
+from hloscan.hlo.strict import parse_module_strict
 
 from corpus import hlo_files
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hloscan.e0102 import explain_e0102, is_e0102, match_message, render_text
+from hloscan.analyses.layouts.explain import explain_e0102, is_e0102, match_message, render_text
 from messages import SEED, UNTILED_PRINT
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from corpus import CORPUS, corpus_dir, unescape
-from hloscan.parser import HloSyntaxError, parse_fragment
+from hloscan.hlo.parser import HloSyntaxError, parse_fragment
 
 # XLA's parse function -> the grammar's start rule for that sub-grammar.
 START_RULES = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from hloscan.parser import parse_text
+from hloscan.hlo.parser import parse_text
 
 MODULE = """HloModule g
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from hloscan.cli import main
-from hloscan.commands.graph import dot_quote
+from hloscan.cli.graph import dot_quote
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "offload_output.hlo.txt"
@@ -97,8 +97,8 @@ def test_hostile_names_survive_dot(tmp_path: Path) -> None:
 
 
 def test_dot_escapes_title_with_hostile_message(tmp_path: Path) -> None:
-    from hloscan.commands.graph import View, to_dot
-    from hloscan.loader import load_text
+    from hloscan.cli.graph import View, to_dot
+    from hloscan.hlo.loader import load_text
 
     module = load_text(HOSTILE)[0]
     view = View(module, nodes=[("main", "p"), ("main", "h")], title='evil" ]; x -> y {\n} <b>')

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from corpus import CORPUS, manifest, require_path
 
-from hloscan.engine import run_checks
-from hloscan.explain_e1200 import explain_e1200, starting_from
-from hloscan.loader import load
-from hloscan.registry import lookup
+from hloscan.lint.engine import run_checks
+from hloscan.analyses.host_offload.explain import explain_e1200, starting_from
+from hloscan.hlo.loader import load
+from hloscan.lint.registry import lookup
 
 HLO101 = lookup("HLO101")
 # Rows whose test runs the host offloader itself or a whole compile; the rest assert other passes.

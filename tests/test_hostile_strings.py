@@ -7,11 +7,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from hloscan import registry
-from hloscan.attrs import parse_frontend_attributes, parse_metadata
+from hloscan.lint import registry
+from hloscan.hlo.attrs import parse_frontend_attributes, parse_metadata
 from hloscan.cli import main
-from hloscan.finding import Severity
-from hloscan.registry import Check
+from hloscan.lint.finding import Severity
+from hloscan.lint.registry import Check
 from hloscan.reporters import REPORTERS
 
 HOSTILE = {"quote": '"', "lt": "<", "newline": "\n", "brace": "}", "arrow": "->", "percent": "%", "colons": "::"}
@@ -78,7 +78,7 @@ def _check(tmp_path, payload: str, fmt: str) -> str:
 
 @pytest.mark.parametrize("payload", HOSTILE.values(), ids=HOSTILE.keys())
 def test_dump_keeps_the_payload(payload):
-    from hloscan.parser import parse_text
+    from hloscan.hlo.parser import parse_text
 
     for strict in (False, True):
         (module,) = parse_text(_dump(payload), "hostile.hlo", strict)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hloscan.parser import HloSyntaxError, parse_text
+from hloscan.hlo.parser import HloSyntaxError, parse_text
 
 from corpus import CORPUS, require_path
 

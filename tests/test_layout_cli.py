@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from hloscan.cli import main
-from hloscan.engine import Selection, run_checks, selected_checks
-from hloscan.explain_e1001 import explain_e1001, parse_size
-from hloscan.parser import parse_text
+from hloscan.lint.engine import Selection, run_checks, selected_checks
+from hloscan.analyses.vmem.explain import explain_e1001, parse_size
+from hloscan.hlo.parser import parse_text
 from messages import SEED, UNTILED_PRINT
 from corpus import require_path as require
 

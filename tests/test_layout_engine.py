@@ -7,8 +7,8 @@ import csv
 import pytest
 
 from _shape_reader import LAYOUT_DIR, parse_shape, require
-from hloscan.ir import Layout, Shape, Tile
-from hloscan.layout_engine import (
+from hloscan.hlo.ir import Layout, Shape, Tile
+from hloscan.hlo.layout import (
     UnsizedShapeError,
     default_tiling,
     minor_to_major,

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corpus import CORPUS, require_path
-from hloscan.mosaic.bytecode import (
+from hloscan.analyses.vmem.mosaic.bytecode import (
     MAGIC,
     BytecodeError,
     ShapedType,

@@ -7,9 +7,9 @@ import base64
 import pytest
 
 from corpus import corpus_dir
-from hloscan.loader import load
-from hloscan.mosaic.bytecode import BytecodeError, read_kernel
-from hloscan.vmem import estimate_kernel, parse_backend_config
+from hloscan.hlo.loader import load
+from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, read_kernel
+from hloscan.analyses.vmem.estimate import estimate_kernel, parse_backend_config
 
 KERNEL = """module attributes {stable_mosaic.version = 3 : i64} {
   func.func @main(%arg0: i32, %arg1: i32, %arg2: memref<8x128xf32, #tpu.memory_space<vmem>>, %arg3: memref<16x256xbf16, #tpu.memory_space<vmem>>, %arg4: memref<1x128xf32, #tpu.memory_space<vmem>>) attributes {dimension_semantics = [#tpu.dimension_semantics<parallel>, #tpu.dimension_semantics<arbitrary>], iteration_bounds = array<i64: 4, 2>, scratch_operands = 1 : i64, window_params = [{transform_indices = @in_fn, window_bounds = array<i64: 8, 128>}, {pipeline_mode = #tpu.pipeline_mode<synchronous>, transform_indices = @out_fn, window_bounds = array<i64: 16, 256>}]} {

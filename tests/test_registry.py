@@ -16,11 +16,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _lint_check  # noqa: E402
-from hloscan.engine import run_checks  # noqa: E402
-from hloscan.loader import load_text  # noqa: E402
-from hloscan.parser import HloSyntaxError  # noqa: E402
-from hloscan.registry import CODE_RE, NAME_RE, REQUIRED_SECTIONS, TOOL_CODES, all_checks  # noqa: E402
-from hloscan.stages import PREFERENCES  # noqa: E402
+from hloscan.lint.engine import run_checks  # noqa: E402
+from hloscan.hlo.loader import load_text  # noqa: E402
+from hloscan.hlo.parser import HloSyntaxError  # noqa: E402
+from hloscan.lint.registry import CODE_RE, NAME_RE, REQUIRED_SECTIONS, TOOL_CODES, all_checks  # noqa: E402
+from hloscan.lint.stages import PREFERENCES  # noqa: E402
 
 _BLOCK = re.compile(r"^```hlo(?P<info>[^\n]*)\n(?P<body>.*?)^```\s*$", re.M | re.S)
 CHECKS = all_checks()

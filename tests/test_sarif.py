@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import _lint_check  # noqa: E402
 from hloscan.cli import scan  # noqa: E402
-from hloscan.engine import Selection  # noqa: E402
+from hloscan.lint.engine import Selection  # noqa: E402
 from hloscan.reporters import sarif  # noqa: E402
 from corpus import require_path as _need
 

@@ -11,9 +11,9 @@ from collections import defaultdict
 import pytest
 
 from _shape_reader import LAYOUT_DIR, load_module, parse_shape, require
-from hloscan.memory_report import memory_report, render_memory
-from hloscan.parser import parse_text
-from hloscan.signature import (
+from hloscan.analyses.layouts.memory_report import memory_report, render_memory
+from hloscan.hlo.parser import parse_text
+from hloscan.hlo.signature import (
     diff_signatures,
     module_signature,
     parse_aliases,

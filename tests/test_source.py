@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from corpus import corpus_dir
-from hloscan.loader import load
-from hloscan.parser import parse_text
-from hloscan.source import source_location, stack
+from hloscan.hlo.loader import load
+from hloscan.hlo.parser import parse_text
+from hloscan.hlo.source import source_location, stack
 
 TABLES = """HloModule m
 

@@ -11,10 +11,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _lint_check  # noqa: E402
-from hloscan.engine import Selection, selected_checks  # noqa: E402
-from hloscan.registry import Check  # noqa: E402
-from hloscan.runner import build_tasks, scan_tasks  # noqa: E402
-from hloscan.stages import group_files, plan, stage_of  # noqa: E402
+from hloscan.lint.engine import Selection, selected_checks  # noqa: E402
+from hloscan.lint.registry import Check  # noqa: E402
+from hloscan.lint.scan import build_tasks, scan_tasks  # noqa: E402
+from hloscan.lint.stages import group_files, plan, stage_of  # noqa: E402
 from corpus import require_path as _need
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"

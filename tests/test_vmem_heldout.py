@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hloscan.parser import parse_module
-from hloscan.vmem import KernelEstimate, estimate_kernel
+from hloscan.hlo.parser import parse_module
+from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "vmem_heldout"
 # Regression floors = the shares measured when the fixtures were added (see the printed figures).

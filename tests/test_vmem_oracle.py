@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hloscan.parser import parse_module
-from hloscan.vmem import KernelEstimate, estimate_kernel
+from hloscan.hlo.parser import parse_module
+from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel
 
 CORPUS = Path(__file__).parents[1].parent / "shared" / "corpus"
 VMEM = CORPUS / "tpu-oracle" / "vmem"

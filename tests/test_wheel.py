@@ -33,11 +33,11 @@ def test_wheel_ships_grammar_and_parses_outside_checkout(tmp_path):
     dump = tmp_path / "dump.hlo.txt"
     dump.write_text(DUMP)
     script = (
-        "import hloscan, hloscan.grammar as g, sys;"
+        "import hloscan, hloscan.hlo.grammar as g, sys;"
         f"assert hloscan.__file__.startswith({str(target)!r}), hloscan.__file__;"
         "from importlib.resources import files;"
         "assert files('hloscan').joinpath('grammars').joinpath('hlo.lark').is_file();"
-        "from hloscan.loader import load;"
+        "from hloscan.hlo.loader import load;"
         f"m = load({str(dump)!r}, strict=True)[0];"
         "print(m.name, m.entry.root.shape)"
     )

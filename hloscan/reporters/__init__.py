@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Callable, TextIO
 
-from ..engine import ScanResult
-from . import github, json_reporter, sarif, text
+from hloscan.lint.engine import ScanResult
+from hloscan.reporters import github, json_reporter, sarif, text
 
 Reporter = Callable[[ScanResult, TextIO, bool], None]
 

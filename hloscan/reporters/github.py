@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from ..engine import ScanResult
-from ..finding import Finding, Severity
+from hloscan.lint.engine import ScanResult
+from hloscan.lint.finding import Finding, Severity
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
 

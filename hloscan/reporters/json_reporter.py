@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from ..engine import ScanResult
+from hloscan.lint.engine import ScanResult
 
 
 def file_entry(loaded) -> dict:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from .. import __version__
-from ..engine import ScanResult
-from ..finding import Finding, Severity, Span
-from ..registry import TOOL_CODES, Check, all_checks
+from hloscan import __version__
+from hloscan.lint.engine import ScanResult
+from hloscan.lint.finding import Finding, Severity, Span
+from hloscan.lint.registry import TOOL_CODES, Check, all_checks
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/hloscan/"

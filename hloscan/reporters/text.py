@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, TextIO
 
-from ..engine import ScanResult
-from ..finding import Severity
+from hloscan.lint.engine import ScanResult
+from hloscan.lint.finding import Severity
 
 _COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.NOTE: "36"}
 

@@ -6,7 +6,7 @@ import re
 
 from hypothesis import strategies as st
 
-from hloscan.ir import (ELEMENT_BITS, UNBOUNDED, Computation, Instruction, Layout, Module, Operand, Parameter,
+from hloscan.hlo.ir import (ELEMENT_BITS, UNBOUNDED, Computation, Instruction, Layout, Module, Operand, Parameter,
                         Shape, SplitConfig, StackFrameTables, Tile)
 
 # Words the grammar reads as keywords or literals, so a `%`-less printer could not use them as names.

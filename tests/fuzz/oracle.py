@@ -9,11 +9,11 @@ import traceback
 import tracemalloc
 from dataclasses import dataclass, field
 
-from hloscan.engine import ScanResult, run_checks
-from hloscan.graph import build_graph
-from hloscan.loader import LoadedFile, decode
-from hloscan.parser import HloSyntaxError, parse_text
-from hloscan.registry import all_checks
+from hloscan.lint.engine import ScanResult, run_checks
+from hloscan.hlo.graph import build_graph
+from hloscan.hlo.loader import LoadedFile, decode
+from hloscan.hlo.parser import HloSyntaxError, parse_text
+from hloscan.lint.registry import all_checks
 
 # Small inputs are dominated by fixed costs (interpreter, lark tables), so rates use at least this size.
 MIN_RATE_BYTES = 4096
@@ -199,7 +199,7 @@ def peak_memory(data: bytes, path: str = "fuzz.hlo") -> int:
 
 def warm_up() -> None:
     """Build every lark parser and import every check once, so the first timed input pays no set-up."""
-    from hloscan.grammar import START_RULES, parser
+    from hloscan.hlo.grammar import START_RULES, parser
 
     for start in START_RULES:
         parser(start)

@@ -6,10 +6,10 @@ import json
 
 from click.testing import CliRunner
 
-from hloscan import registry
+from hloscan.lint import registry
 from hloscan.cli import main
-from hloscan.finding import Severity
-from hloscan.registry import Check
+from hloscan.lint.finding import Severity
+from hloscan.lint.registry import Check
 
 from .seeds import BUILTIN
 

@@ -6,9 +6,9 @@ import dataclasses
 
 from hypothesis import HealthCheck, given, settings
 
-from hloscan.attrs import parse_frontend_attributes, parse_metadata, unquote
-from hloscan.ir import Module
-from hloscan.parser import parse_text
+from hloscan.hlo.attrs import parse_frontend_attributes, parse_metadata, unquote
+from hloscan.hlo.ir import Module
+from hloscan.hlo.parser import parse_text
 
 from .generate import c_escape, hostile_text, modules
 from .oracle import run_input

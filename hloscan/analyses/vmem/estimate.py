@@ -1,0 +1,712 @@
+"""Scoped-VMEM estimates (XLA error E1001) for Pallas/Mosaic `tpu_custom_call` kernels."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Sequence
+
+from hloscan.hlo.attrs import unquote
+from hloscan.hlo.ir import ELEMENT_BITS, Shape
+from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, read_kernel, type_text
+
+KIB = 1024
+MIB = 1024 * 1024
+LANES = 128
+DEFAULT_MARGIN = 0.10
+
+
+@dataclass(frozen=True, slots=True)
+class TpuGeneration:
+    """What the estimate needs to know about one TPU generation."""
+
+    name: str
+    default_limit: int  # default scoped-VMEM limit per instruction
+    physical: int  # VMEM usable by one kernel (what "Used X of Y vmem" reports as Y)
+    scratch_capacity: int  # bound for separate scratch-operand allocations ("would exceed memory")
+    cores: int  # TensorCores per chip visible to one program
+    scoped_limit_check: bool  # False on v4: the physical VMEM check fires first (no E1001)
+    # Oracle: a (rows, 1) f32 block (row-reduction output) takes only a few KiB on v5e/v6e but the full
+    # (rows, 128)-lane tiles on v4, v5p and v7x.
+    compact_columns: bool = True
+    # Oracle (v4 only): 8-bit elementwise kernels (extsi/extf to 32 bits) get a 32-bit copy of the
+    # output block per buffer as compiler-internal scratch; v5e..v7x measured none.
+    upcast_8bit_scratch: bool = False
+
+
+# Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
+# "Used 64.00M of 63.94M vmem" bounds scoped use, yet a 64 MiB scratch operand compiled, so its
+# scratch capacity is larger; 96 MiB is the figure jax's pipelining doc gives (tpu_info says 64).
+GENERATIONS: dict[str, TpuGeneration] = {
+    "v4": TpuGeneration("v4", 16 * MIB, 16 * MIB, 16 * MIB, 1, False, compact_columns=False,
+                        upcast_8bit_scratch=True),
+    "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True),
+    "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False),
+    "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True),
+    "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False),
+}
+_ALIASES = {
+    "v5litepod": "v5e", "v5lite": "v5e", "v5": "v5p", "v6": "v6e", "trillium": "v6e", "v6lite": "v6e",
+    "tpu7x": "v7x", "v7": "v7x", "tpu7": "v7x", "ironwood": "v7x", "v4i": "v4",
+}
+
+
+def generation(tpu: str) -> TpuGeneration:
+    """Look up a generation by short name (`v5e`, `tpu7x`, ...); raises ValueError when unknown."""
+    key = tpu.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in GENERATIONS:
+        raise ValueError(f"unknown TPU generation {tpu!r} (known: {', '.join(GENERATIONS)})")
+    return GENERATIONS[key]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Result types
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BlockEstimate:
+    """One kernel operand, result or scratch buffer and the VMEM it takes."""
+
+    index: int  # position among the kernel's windowed operands (inputs, then results), or scratch number
+    role: str  # "input" | "output" | "scratch" | "scalar_prefetch"
+    dtype: str
+    block_shape: tuple[int, ...]
+    full_shape: tuple[int, ...] | None
+    memory_space: str  # "vmem", "smem", "any", "semaphore_mem", "hbm", ...
+    tile: tuple[int, int]  # (sublanes, lanes) the block is padded to
+    raw_bytes: int
+    padded_bytes: int  # one buffer
+    buffers: int  # 0 when the buffer is not in scoped VMEM
+    counted: bool  # part of the scoped estimate
+    index_map: tuple[str | int | None, ...] | None = None
+    note: str | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        return self.padded_bytes * self.buffers if self.counted else 0
+
+
+@dataclass(frozen=True, slots=True)
+class BlockHint:
+    """The largest block along one grid dimension that fits the limit (halving the current block)."""
+
+    grid_dim: int
+    block_sizes: tuple[tuple[int, int, int], ...]  # (operand index, block axis, new size)
+    grid_size: int  # the grid dimension's new extent
+    estimate_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEstimate:
+    """The VMEM estimate and verdict for one `tpu_custom_call`."""
+
+    instruction_name: str
+    kernel_name: str | None
+    tpu: str
+    grid: tuple[int, ...]
+    blocks: tuple[BlockEstimate, ...]
+    window_bytes: int  # Σ buffers × padded block bytes
+    scratch_bytes: int  # VMEM scratch operands counted in the scoped estimate
+    separate_scratch_bytes: int  # large scratch operands, checked against physical VMEM instead
+    internal_bytes: int  # internal_scratch_in_bytes, or the allowance for compiler-internal scratch
+    estimate_bytes: int  # what is compared with the limit (the measured figure when kind == "measured")
+    kind: str  # "measured" | "estimate" | "whole-array"
+    limit_bytes: int
+    limit_source: str  # "vmem_limit_bytes" | "option" | "default" | "physical"
+    physical_bytes: int
+    verdict: str  # "fits" | "tight" | "E1001" | "vmem-oom"
+    margin: float
+    measured_bytes: int | None = None
+    predicted_bytes: int | None = None  # the model's figure, also when a measured one exists
+    lower_bound_note: str | None = None
+    fitting_limit_bytes: int | None = None  # a vmem_limit_bytes that would fit, if any can
+    block_hint: BlockHint | None = None
+    misaligned: tuple[str, ...] = ()  # E2002 candidates
+    notes: tuple[str, ...] = ()
+    decode_error: str | None = None
+
+    @property
+    def headroom_bytes(self) -> int:
+        return self.limit_bytes - self.estimate_bytes
+
+    @property
+    def exceeds(self) -> bool:
+        return self.verdict in ("E1001", "vmem-oom")
+
+
+# ---------------------------------------------------------------------------------------------------
+# backend_config
+# ---------------------------------------------------------------------------------------------------
+
+
+def parse_backend_config(text: str | None) -> dict[str, Any]:
+    """The custom call's backend_config as a dict: raw JSON or a C-escaped quoted JSON string."""
+    if not text:
+        return {}
+    text = text.strip()
+    if text[:1] in "\"'":
+        text = unquote(text) or ""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"backend_config is not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ValueError("backend_config JSON is not an object")
+    return value
+
+
+def _memory_config_size(config: dict[str, Any], key: str) -> int | None:
+    """Size of the VMEM (memory_space 1) entry of `scoped_memory_configs`-like lists; None if absent/empty."""
+    entries = config.get(key)
+    if not isinstance(entries, list):
+        return None
+    for entry in entries:
+        if isinstance(entry, dict) and str(entry.get("memory_space", "1")) == "1":
+            try:
+                return int(entry.get("size"))
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def kernel_body(config: dict[str, Any]) -> str | None:
+    call = config.get("custom_call_config")
+    body = call.get("body") if isinstance(call, dict) else None
+    return body if isinstance(body, str) else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tiling and padding
+# ---------------------------------------------------------------------------------------------------
+
+_MEMREF_TO_HLO = {
+    "i1": "pred", "i4": "s4", "i8": "s8", "i16": "s16", "i32": "s32", "i64": "s64",
+    "si8": "s8", "si16": "s16", "si32": "s32", "ui8": "u8", "ui16": "u16", "ui32": "u32",
+    "bf16": "bf16", "f16": "f16", "f32": "f32", "f64": "f64",
+    "f8E4M3FN": "f8e4m3fn", "f8E5M2": "f8e5m2", "f8E4M3B11FNUZ": "f8e4m3b11fnuz", "f8E4M3": "f8e4m3",
+    "f8E5M2FNUZ": "f8e5m2fnuz", "f8E4M3FNUZ": "f8e4m3fnuz", "f8E3M4": "f8e3m4", "f4E2M1FN": "f4e2m1fn",
+}
+
+
+def dtype_bits(dtype: str) -> int:
+    """Storage bits of an HLO element type; sub-byte types are packed (s4 -> 4)."""
+    return ELEMENT_BITS.get(dtype, 32) or 32
+
+
+def _packing(bits: int) -> int:
+    return max(1, 32 // max(bits, 1))
+
+
+def vmem_sublane_tile(bits: int, rows: int) -> int:
+    """Second-minor tile Mosaic gives a VMEM block (jax infer_tiling / Mosaic getTilingFactor).
+
+    Tall blocks use the "large" tile 8 × packing (8/16/32/64 rows for 32/16/8/4-bit types); short
+    blocks start at one packed row group and double until they cover min(rows, 8).
+    """
+    packing = _packing(bits)
+    large = 8 * packing
+    if rows >= large:
+        return large
+    tile = packing
+    while tile < min(rows, 8):
+        tile *= 2
+    return tile
+
+
+def hbm_sublane_tile(bits: int, rows: int) -> int:
+    """Second-minor tile of XLA:TPU's default HBM layout, which Mosaic's E2002 check uses.
+
+    8/4-bit arrays take the large tile (32/64) when the second-minor dim is a multiple of it (the oracle:
+    s8[1600,300] and s8[2048,2048] are T(32,128), s8[1000,40] and s8[40,129] are T(8,128)).
+    """
+    packing = _packing(bits)
+    if packing >= 4 and rows % (8 * packing) == 0:
+        return 8 * packing
+    if rows <= 2 and packing <= 2:
+        return 2
+    if rows <= 4 and packing <= 4:
+        return 4
+    return 8
+
+
+def padded_bytes(shape: Sequence[int], bits: int, sublane_tile: int, compact_columns: bool = True) -> int:
+    """Bytes of a VMEM buffer: last dim padded to 128 lanes, second-minor to the sublane tile.
+
+    With `compact_columns` a (rows, 1) block (e.g. a row-reduction output) is not padded to 128 lanes:
+    the oracle measured a few KiB for (1024, 1) f32 on v5e/v6e where (8, 128) tiling predicts 512 KiB,
+    so it is sized as a lane-dense vector of rows, rounded to whole (8, 128) tiles. On v4/v5p/v7x the
+    oracle measured exactly the (8, 128)-tiled size (`TpuGeneration.compact_columns` False).
+    """
+    dims = list(shape) or [1]
+    if compact_columns and len(dims) >= 2 and dims[-1] == 1:
+        dims = [math.prod(dims[:-1])]
+    if len(dims) == 1:
+        elements = _round_up(dims[0], LANES * 8 if dims[0] > LANES else LANES * _packing(bits))
+    else:
+        lead = math.prod(dims[:-2])
+        elements = lead * _round_up(dims[-2], sublane_tile) * _round_up(dims[-1], LANES)
+    return math.ceil(elements * bits / 8)
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def raw_bytes(shape: Sequence[int], bits: int) -> int:
+    return math.ceil(math.prod(shape) * bits / 8)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Blocks
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Operand:
+    role: str
+    dtype: str
+    full_shape: tuple[int, ...] | None
+    hbm_tile: tuple[int, ...] | None  # first tile of the HLO layout, when the dump has one
+    in_vmem: bool = False  # layout S(1): XLA already placed the whole array in VMEM
+
+
+def _hlo_operands(operand_shapes: Sequence[Shape | None], result_shapes: Sequence[Shape | None],
+                  prefetch: int) -> list[_Operand]:
+    ops = [_operand("input", s) for s in list(operand_shapes)[prefetch:]]
+    for shape in result_shapes:
+        if shape is not None and shape.is_tuple:
+            ops.extend(_operand("output", leaf) for _, leaf in shape.leaves())
+        else:
+            ops.append(_operand("output", shape))
+    return ops
+
+
+def _operand(role: str, shape: Shape | None) -> _Operand:
+    if shape is None or not shape.is_array:
+        return _Operand(role, "", None, None)
+    tiles = shape.layout.tiles if shape.layout is not None else ()
+    first = tiles[0].dims if tiles and None not in tiles[0].dims else None
+    return _Operand(role, shape.element_type, tuple(shape.dims), first, shape.memory_space == 1)
+
+
+def _grid_steps(grid: tuple[int, ...]) -> int:
+    return math.prod(grid) if grid else 1
+
+
+def _buffer_count(param: WindowParam, grid: tuple[int, ...]) -> tuple[int, str | None]:
+    """Buffers for one window: pipeline_mode, else 1 when the block never moves, else 2."""
+    if param.buffer_count is not None:
+        return param.buffer_count, f"pipeline_mode {param.pipeline_mode}"
+    if _grid_steps(grid) <= 1:
+        return 1, "single grid step"
+    if param.index_map is not None and all(_static_index(v, grid) for v in param.index_map):
+        return 1, "block index constant over the grid"
+    return 2, None
+
+
+def _static_index(value: str | int | None, grid: tuple[int, ...]) -> bool:
+    if isinstance(value, int):
+        return True
+    if isinstance(value, str) and value.startswith("g") and value[1:].isdigit():
+        dim = int(value[1:])
+        return dim < len(grid) and grid[dim] <= 1
+    return False
+
+
+def _window_block(i: int, param: WindowParam, memref: Any, op: _Operand, grid: tuple[int, ...],
+                  gen: TpuGeneration) -> BlockEstimate:
+    space = memref.space if isinstance(memref, ShapedType) else None
+    dtype = op.dtype or _MEMREF_TO_HLO.get(type_text(getattr(memref, "element", "")), "f32")
+    bits = dtype_bits(dtype)
+    shape = param.window_bounds or (memref.shape if isinstance(memref, ShapedType) else ())
+    if not param.is_windowed or space not in (None, "vmem"):
+        return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, space or "any", (0, 0),
+                             raw_bytes(shape, bits), 0, 0, False, param.index_map,
+                             "not a VMEM window (DMA'd by the kernel)")
+    if op.in_vmem:
+        # Post-optimisation dumps: memory-space assignment prefetched the whole operand into VMEM
+        # (copy-start to S(1)), so the kernel allocates no scoped window for it (oracle, v7x).
+        return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, "vmem", (0, 0),
+                             raw_bytes(shape, bits), 0, 0, False, param.index_map,
+                             "whole operand already in VMEM (S(1)); no window")
+    rows = shape[-2] if len(shape) >= 2 else 1
+    tile = (vmem_sublane_tile(bits, rows), LANES)
+    buffers, why = _buffer_count(param, grid)
+    size = padded_bytes(shape, bits, tile[0], gen.compact_columns)
+    return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, "vmem", tile, raw_bytes(shape, bits),
+                         size, buffers, True, param.index_map, why)
+
+
+def _scratch_block(i: int, memref: Any) -> BlockEstimate:
+    space = memref.space if isinstance(memref, ShapedType) else None
+    shape = memref.shape if isinstance(memref, ShapedType) else ()
+    dtype = _MEMREF_TO_HLO.get(type_text(getattr(memref, "element", "")), type_text(getattr(memref, "element", "")))
+    bits = dtype_bits(dtype)
+    if space != "vmem":
+        return BlockEstimate(i, "scratch", dtype, shape, None, space or type_text(memref), (0, 0),
+                             raw_bytes(shape, bits), 0, 0, False, None, "not VMEM")
+    rows = shape[-2] if len(shape) >= 2 else 1
+    tile = (vmem_sublane_tile(bits, rows), LANES)
+    # Scratch (rows, 1) buffers take whole (8, 128) tiles even on v5e: a real v5e dump measured 131072
+    # bytes for two f32[1,1,128,1] scratch buffers. The compact rule is for window outputs only.
+    return BlockEstimate(i, "scratch", dtype, shape, None, "vmem", tile, raw_bytes(shape, bits),
+                         padded_bytes(shape, bits, tile[0], compact_columns=False), 1, True)
+
+
+def _classify_scratch(scratch: list[BlockEstimate], windows: list[BlockEstimate]) -> list[BlockEstimate]:
+    """Mark scratch that XLA allocates outside the scoped region.
+
+    Oracle finding: a (bm, bn) accumulator scratch is part of `used_scoped_memory_configs` and the E1001
+    check, but scratch buffers taller or wider than every window block (e.g. f32[8192..131072, 128]) were
+    separate "scratch operand" allocations bounded only by physical VMEM. The exact rule XLA applies is
+    unknown; "not larger than the biggest window block in its last two dims" separates all oracle cases.
+    """
+    # Every window's block shape counts here, also those not charged because XLA already placed the whole
+    # operand in VMEM (S(1)): the scratch still sits in the kernel's scoped region (seen in a real v5e dump).
+    sized = [b for b in windows if b.block_shape]
+    max_rows = max((b.block_shape[-2] for b in sized if len(b.block_shape) >= 2), default=0)
+    max_cols = max((b.block_shape[-1] for b in sized), default=0)
+    out = []
+    for block in scratch:
+        shape = block.block_shape
+        rows = shape[-2] if len(shape) >= 2 else 1
+        cols = shape[-1] if shape else 1
+        if block.counted and (rows > max_rows or cols > max_cols):
+            block = replace(block, counted=False, note="separate scratch allocation (checked against physical VMEM)")
+        out.append(block)
+    return out
+
+
+def _misaligned(block: BlockEstimate, op: _Operand) -> str | None:
+    """Mosaic E2002: a block's last two dims must divide by the operand tiling or equal the full dims."""
+    full, shape = op.full_shape, block.block_shape
+    if full is None or not block.counted or len(shape) != len(full) or not shape:
+        return None
+    bits = dtype_bits(block.dtype)
+    rows_full = full[-2] if len(full) >= 2 else 1
+    tiling = op.hbm_tile[-2:] if op.hbm_tile and len(op.hbm_tile) >= 2 else (hbm_sublane_tile(bits, rows_full), LANES)
+    checks = list(zip(shape[-2:], full[-2:], tiling[-2:])) if len(shape) >= 2 else [(shape[-1], full[-1], LANES)]
+    if all(b == f or b % t == 0 for b, f, t in checks):
+        return None
+    return (f"{block.role} {block.index}: operand of shape {tuple(full)} has tiling {tuple(tiling)}, but its "
+            f"block shape {tuple(shape)} is not divisible by tiling evenly nor matches the full shape (E2002)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Compiler-internal scratch
+# ---------------------------------------------------------------------------------------------------
+
+
+def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], config: dict[str, Any],
+                        gen: TpuGeneration) -> tuple[int, str | None]:
+    """`internal_scratch_in_bytes` when set; else an allowance for known compiler-internal scratch.
+
+    The allowances are empirical fits to the oracle's `used_scoped_memory_configs` (an estimate, not a
+    measurement): Mosaic allocates this scratch itself (relayouts, spilled matmul results, upcasts).
+    """
+    call = config.get("custom_call_config")
+    if isinstance(call, dict) and isinstance(call.get("internal_scratch_in_bytes"), int):
+        return call["internal_scratch_in_bytes"], "internal_scratch_in_bytes"
+    inputs = [b for b in blocks if b.role == "input" and b.counted]
+    outputs = [b for b in blocks if b.role == "output" and b.counted]
+    if not inputs or not outputs:
+        return 0, None
+    for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, _upcast_8bit_scratch):
+        found = rule(kernel, inputs, outputs, blocks, gen)
+        if found is not None:
+            return found
+    return 0, None
+
+
+def _int8_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
+    """8-bit matmuls measured +86 KiB…1.9 MiB (relayout of the i32 result): a quarter of the output
+    block, a lower bound of what was measured."""
+    if not kernel_uses(kernel, "tpu.matmul") or not any(dtype_bits(b.dtype) == 8 for b in inputs):
+        return None
+    out = max(outputs, key=lambda b: b.padded_bytes)
+    return out.padded_bytes // 4, "allowance for 8-bit matmul internal scratch"
+
+
+# K-tiled 16-bit matmuls with a contracting block of >= 1024 added 1.9-2.9 bytes per lhs-block element
+# (0.95-1.45 x the bf16 lhs block) on v4..v7x in the oracle and in held-out kernels; with bk <= 512
+# v6e/v7x added nothing and v4/v5e 0.1-0.5 MiB. Some v7x kernels with bn = 512 added nothing at all.
+_KTILED_SCRATCH_PER_LHS_BYTE = 1.2
+_KTILED_MIN_K = 1024
+
+
+def _ktiled_16bit_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
+    """`acc[...] += dot(x, y)` with bf16/f16 blocks and a deep contraction: Mosaic keeps the dot's
+    operands/partial results in compiler-internal scratch, roughly proportional to the lhs block."""
+    if not kernel_uses(kernel, "tpu.matmul") or not kernel_uses(kernel, "arith.addf"):
+        return None
+    if len(inputs) < 2 or any(dtype_bits(b.dtype) != 16 for b in inputs[:2]) or len(inputs[0].block_shape) < 2:
+        return None
+    if not any(b.role == "scratch" and b.counted and dtype_bits(b.dtype) == 32 for b in blocks):
+        return None  # no f32 accumulator: not the K-tiled pattern
+    k = inputs[0].block_shape[-1]
+    if k < _KTILED_MIN_K:
+        return None
+    size = int(inputs[0].padded_bytes * _KTILED_SCRATCH_PER_LHS_BYTE)
+    return size, f"allowance for compiler-internal scratch of a K-tiled 16-bit matmul (bk={k}, empirical)"
+
+
+_ARITH_OPS = ("arith.addi", "arith.addf", "arith.muli", "arith.mulf", "arith.subi", "arith.subf",
+              "arith.divf", "arith.maxsi", "arith.maximumf", "arith.minsi", "arith.minimumf")
+
+
+def _upcast_8bit_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
+    """On chips whose VPU works on 32 bits only (v4), an 8-bit elementwise kernel's widened values
+    take a 32-bit copy of the output block per buffer (oracle: +8 MiB for 1 MiB int8 blocks)."""
+    if not gen.upcast_8bit_scratch or kernel_uses(kernel, "tpu.matmul"):
+        return None
+    if not (kernel_uses(kernel, "arith.extsi") or kernel_uses(kernel, "arith.extf")):
+        return None
+    if not any(kernel_uses(kernel, op) for op in _ARITH_OPS):
+        return None  # a widen-then-narrow copy folds away (held-out: no scratch measured)
+    if not any(dtype_bits(b.dtype) == 8 for b in inputs):
+        return None
+    out = max(outputs, key=lambda b: b.padded_bytes)
+    if len(out.block_shape) < 2:
+        return None
+    rows = out.block_shape[-2]
+    wide = padded_bytes(out.block_shape, 32, vmem_sublane_tile(32, rows))
+    return wide * out.buffers, "allowance for compiler-internal 32-bit upcast scratch of an 8-bit elementwise kernel (empirical)"
+
+
+def kernel_uses(kernel: MosaicKernel, op_suffix: str) -> bool:
+    return any(name.endswith(op_suffix) for name in kernel.op_names)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Limits and verdicts
+# ---------------------------------------------------------------------------------------------------
+
+
+def resolve_limit(config: dict[str, Any], gen: TpuGeneration, vmem_limit_kib: int | None) -> tuple[int, str]:
+    """Per-kernel vmem_limit_bytes, else the --xla_tpu_scoped_vmem_limit_kib option, else the default."""
+    per_kernel = _memory_config_size(config, "scoped_memory_configs")
+    if per_kernel:
+        return per_kernel, "vmem_limit_bytes"
+    if vmem_limit_kib:
+        return vmem_limit_kib * KIB, "option"
+    if not gen.scoped_limit_check:
+        return gen.physical, "physical"
+    return gen.default_limit, "default"
+
+
+def _verdict(estimate: int, limit: int, limit_source: str, gen: TpuGeneration, margin: float) -> str:
+    effective = min(limit, gen.physical)
+    if estimate > effective:
+        # Above a per-kernel limit the scoped check fires (E1001); above physical VMEM (v4, or a limit
+        # raised past it) XLA reports a plain VMEM out-of-memory instead.
+        scoped = gen.scoped_limit_check and limit_source != "physical" and estimate > limit
+        return "E1001" if scoped else "vmem-oom"
+    if estimate > effective * (1 - margin):
+        return "tight"
+    return "fits"
+
+
+def _fitting_limit(estimate: int, gen: TpuGeneration, margin: float) -> int | None:
+    wanted = _round_up(math.ceil(estimate * (1 + margin)), MIB)
+    return wanted if wanted <= gen.physical else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The estimate
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Parts:
+    blocks: list[BlockEstimate]
+    windows: int
+    scratch: int
+    separate: int
+    internal: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.windows + self.scratch + self.internal
+
+
+def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], gen: TpuGeneration) -> _Parts:
+    params = kernel.window_params or tuple(WindowParam(None) for _ in kernel.operand_types)
+    memrefs = kernel.operand_types
+    notes = []
+    if len(ops) != len(params):
+        notes.append(f"HLO has {len(ops)} operands+results but the kernel has {len(params)} windows")
+    windows = []
+    for i, param in enumerate(params):
+        op = ops[i] if i < len(ops) else _Operand("output" if i >= len(ops) else "input", "", None, None)
+        memref = memrefs[i] if i < len(memrefs) else None
+        windows.append(_window_block(i, param, memref, op, kernel.grid, gen))
+    scratch = _classify_scratch([_scratch_block(i, m) for i, m in enumerate(kernel.scratch_types)], windows)
+    blocks = windows + scratch
+    internal, why = _internal_allowance(kernel, blocks, config, gen)
+    if why:
+        notes.append(f"{why}: {internal} bytes")
+    return _Parts(
+        blocks=blocks,
+        windows=sum(b.total_bytes for b in windows),
+        scratch=sum(b.total_bytes for b in scratch),
+        separate=sum(b.padded_bytes for b in scratch if b.memory_space == "vmem" and not b.counted),
+        internal=internal,
+        notes=notes,
+    )
+
+
+def _lower_bound_note(parts: _Parts) -> str:
+    odd = [b for b in parts.blocks if b.counted and b.block_shape and b.block_shape[-1] % LANES]
+    text = ("register spills and Mosaic-internal scratch are only partly modelled (lower bound; empirical "
+            "allowances for K-tiled 16-bit matmuls, 8-bit matmuls and v4 8-bit upcasts are included); XLA may "
+            "instead place whole small operands in VMEM (S(1)) and drop their windows (compiled figure lower)")
+    if odd:
+        text += "; lane dims not a multiple of 128 can cost 2-4x more (relayouts)"
+    return text
+
+
+def _block_hint(kernel: MosaicKernel, parts: _Parts, limit: int) -> BlockHint | None:
+    """Halve the blocks that move along one grid dimension until the estimate fits."""
+    best: BlockHint | None = None
+    for dim in range(len(kernel.grid)):
+        hint = _halve_along(dim, kernel.grid, parts, limit)
+        if hint is not None and (best is None or hint.estimate_bytes > best.estimate_bytes):
+            best = hint
+    return best
+
+
+def _halve_along(dim: int, grid: tuple[int, ...], parts: _Parts, limit: int) -> BlockHint | None:
+    key = f"g{dim}"
+    axes = [(b, b.index_map.index(key)) for b in parts.blocks
+            if b.counted and b.role != "scratch" and b.index_map and key in b.index_map]
+    if not axes:
+        return None
+    for factor in (2, 4, 8, 16, 32, 64):
+        sizes, total = [], parts.total
+        for block, axis in axes:
+            new = block.block_shape[axis] // factor
+            if new < 1 or block.block_shape[axis] % factor or not _tile_ok(block, axis, new):
+                return None
+            shape = block.block_shape[:axis] + (new,) + block.block_shape[axis + 1:]
+            buffers = max(block.buffers, 2)
+            total += padded_bytes(shape, dtype_bits(block.dtype), block.tile[0]) * buffers - block.total_bytes
+            sizes.append((block.index, axis, new))
+        if total <= limit:
+            return BlockHint(dim, tuple(sizes), grid[dim] * factor, total)
+    return None
+
+
+def _tile_ok(block: BlockEstimate, axis: int, size: int) -> bool:
+    rank = len(block.block_shape)
+    if axis == rank - 1:
+        return size % LANES == 0
+    if axis == rank - 2:
+        return size % vmem_sublane_tile(dtype_bits(block.dtype), size) == 0 and size >= 8
+    return True
+
+
+def _whole_array(ops: list[_Operand]) -> _Parts:
+    """Formula (a) for undecodable bodies: every operand and result as one single-buffered VMEM block."""
+    blocks = []
+    for i, op in enumerate(ops):
+        shape = op.full_shape or ()
+        bits = dtype_bits(op.dtype) if op.dtype else 32
+        tile = (vmem_sublane_tile(bits, shape[-2] if len(shape) >= 2 else 1), LANES)
+        blocks.append(BlockEstimate(i, op.role, op.dtype, shape, shape, "vmem?", tile, raw_bytes(shape, bits),
+                                    padded_bytes(shape, bits, tile[0]), 1, True, None, "whole array assumed"))
+    return _Parts(blocks, sum(b.total_bytes for b in blocks), 0, 0, 0)
+
+
+def estimate_kernel(
+    backend_config_text: str | None,
+    operand_shapes: Sequence[Shape | None],
+    result_shapes: Sequence[Shape | None] | Shape | None,
+    *,
+    tpu: str,
+    vmem_limit_kib: int | None = None,
+    instruction_name: str = "",
+    margin: float = DEFAULT_MARGIN,
+) -> KernelEstimate:
+    """Estimate the scoped VMEM of one `tpu_custom_call` and compare it with the applicable limit.
+
+    `result_shapes` is the instruction's result shape (a tuple shape is flattened) or a list of them.
+    Never raises for a bad kernel body: the estimate falls back to whole-array sizes (kind
+    "whole-array") and `decode_error` says why. Raises ValueError only for an unknown `tpu`.
+    """
+    gen = generation(tpu)
+    if isinstance(result_shapes, Shape) or result_shapes is None:
+        result_shapes = [result_shapes] if result_shapes is not None else []
+    notes: list[str] = []
+    try:
+        config = parse_backend_config(backend_config_text)
+    except ValueError as exc:
+        config, decode_error = {}, str(exc)
+    else:
+        decode_error = None
+    kernel = None
+    body = kernel_body(config)
+    if body is not None:
+        try:
+            kernel = read_kernel(body)
+        except BytecodeError as exc:
+            decode_error = f"kernel body not decoded: {exc}"
+    elif decode_error is None:
+        decode_error = "backend_config has no custom_call_config.body"
+    prefetch = kernel.scalar_prefetch if kernel else 0
+    ops = _hlo_operands(operand_shapes, result_shapes, prefetch)
+    parts = _model(kernel, ops, config, gen) if kernel else _whole_array(ops)
+    notes.extend(parts.notes)
+    limit, source = resolve_limit(config, gen, vmem_limit_kib)
+    predicted = parts.total
+    measured = _memory_config_size(config, "used_scoped_memory_configs")
+    kind = "measured" if measured is not None else ("estimate" if kernel else "whole-array")
+    figure = measured if measured is not None else predicted
+    if measured == 0:
+        notes.append("measured 0 bytes: XLA placed the operands in VMEM itself (S(1))")
+    verdict = _verdict(figure, limit, source, gen, margin)
+    if parts.separate > gen.scratch_capacity:
+        verdict = "vmem-oom"
+        notes.append(f"scratch of {parts.separate} bytes exceeds VMEM ({gen.scratch_capacity} bytes)")
+    misaligned = tuple(m for b, op in zip(parts.blocks, ops) if (m := _misaligned(b, op)))
+    return KernelEstimate(
+        instruction_name=instruction_name,
+        kernel_name=kernel.name if kernel else None,
+        tpu=gen.name,
+        grid=kernel.grid if kernel else (),
+        blocks=tuple(parts.blocks),
+        window_bytes=parts.windows,
+        scratch_bytes=parts.scratch,
+        separate_scratch_bytes=parts.separate,
+        internal_bytes=parts.internal,
+        estimate_bytes=figure,
+        kind=kind,
+        limit_bytes=limit,
+        limit_source=source,
+        physical_bytes=gen.physical,
+        verdict=verdict,
+        margin=margin,
+        measured_bytes=measured,
+        predicted_bytes=predicted,
+        lower_bound_note=None if measured is not None else _lower_bound_note(parts),
+        fitting_limit_bytes=_fitting_limit(figure, gen, margin) if verdict != "fits" else None,
+        block_hint=_block_hint(kernel, parts, min(limit, gen.physical)) if kernel and verdict != "fits" else None,
+        misaligned=misaligned,
+        notes=tuple(notes),
+        decode_error=decode_error,
+    )
+
+
+def is_tpu_custom_call(target: str | None) -> bool:
+    return target == "tpu_custom_call"
+
+
+def estimate_instructions(items: Iterable[tuple[str, str | None, Sequence[Shape | None], Shape | None]], *,
+                          tpu: str, vmem_limit_kib: int | None = None,
+                          margin: float = DEFAULT_MARGIN) -> list[KernelEstimate]:
+    """Estimate several kernels given (instruction name, backend_config, operand shapes, result shape)."""
+    return [estimate_kernel(cfg, ops, res, tpu=tpu, vmem_limit_kib=vmem_limit_kib, instruction_name=name,
+                            margin=margin) for name, cfg, ops, res in items]

@@ -1,0 +1,147 @@
+"""Shared scoped-VMEM estimates for the HLO20x checks and `hloscan vmem`, computed once per module."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator
+
+from hloscan.hlo.ir import Computation, Instruction, Module
+from hloscan.lint.registry import Option
+from hloscan.analyses.vmem.estimate import DEFAULT_MARGIN, GENERATIONS, MIB, BlockEstimate, KernelEstimate, estimate_kernel
+
+if TYPE_CHECKING:
+    from hloscan.lint.context import Context
+    from hloscan.lint.registry import Check
+
+# Without --tpu we assume the most common Pallas target; findings say so because limits differ 2x.
+DEFAULT_TPU = "v5e"
+CUSTOM_CALL = frozenset({"custom-call"})
+
+# Options every VMEM check declares so ctx.option() can pick up the run-wide --tpu/--vmem-limit-kib.
+TPU_OPTIONS: dict[str, Option] = {
+    "tpu": Option(str, None, "TPU generation (default: v5e, assumed).", tuple(GENERATIONS)),
+    "vmem_limit_kib": Option(int, None, "Scoped VMEM limit in KiB, as --xla_tpu_scoped_vmem_limit_kib."),
+}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One tpu_custom_call and its estimate."""
+
+    comp: Computation
+    inst: Instruction
+    estimate: KernelEstimate
+    tpu_assumed: bool
+
+
+def tpu_custom_calls(module: Module) -> Iterator[tuple[Computation, Instruction]]:
+    for comp, inst in module.instructions():
+        if inst.opcode == "custom-call" and inst.custom_call_target == "tpu_custom_call":
+            yield comp, inst
+
+
+def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
+                    margin: float = DEFAULT_MARGIN) -> list[Kernel]:
+    """Every tpu_custom_call of the module with its estimate; tpu None means v5e, assumed."""
+    out = []
+    for comp, inst in tpu_custom_calls(module):
+        operands = [op.shape or comp.by_name[op.name].shape for op in inst.operands]
+        est = estimate_kernel(inst.attr("backend_config"), operands, inst.shape, tpu=tpu or DEFAULT_TPU,
+                              vmem_limit_kib=vmem_limit_kib, instruction_name=inst.name, margin=margin)
+        out.append(Kernel(comp, inst, est, tpu is None))
+    return out
+
+
+def context_kernels(ctx: "Context", check: "type[Check] | Check", margin: float = DEFAULT_MARGIN) -> list[Kernel]:
+    """estimate_module for the check's settings, cached on the Context so four checks estimate once."""
+    tpu, limit = ctx.option(check, "tpu"), ctx.option(check, "vmem_limit_kib")
+    cache: dict[tuple, list[Kernel]] = ctx.__dict__.setdefault("_vmem_estimates", {})
+    key = (tpu, limit, margin)
+    if key not in cache:
+        cache[key] = estimate_module(ctx.module, tpu, limit, margin)
+    return cache[key]
+
+
+# ------------------------------------------------------------------------------------------ wording
+
+
+def mib(n: int) -> str:
+    """`17.00 MiB (17825792 bytes)`: MiB for reading, exact bytes for comparing with XLA's message."""
+    return f"{n / MIB:.2f} MiB ({n} bytes)"
+
+
+def figure_label(est: KernelEstimate) -> str:
+    if est.kind == "measured":
+        return "measured scoped VMEM (used_scoped_memory_configs)"
+    if est.kind == "whole-array":
+        return "scoped VMEM estimate (whole arrays, kernel body not decoded)"
+    return "scoped VMEM estimate (lower bound)"
+
+
+def tpu_label(est: KernelEstimate, assumed: bool) -> str:
+    return f"{est.tpu} (assumed; pass --tpu)" if assumed else est.tpu
+
+
+def limit_label(est: KernelEstimate, assumed: bool) -> str:
+    tpu = tpu_label(est, assumed)
+    sources = {
+        "vmem_limit_bytes": "the kernel's vmem_limit_bytes",
+        "option": "--vmem-limit-kib",
+        "default": "the default scoped limit",
+        "physical": "physical VMEM",
+    }
+    return f"{sources.get(est.limit_source, est.limit_source)} on {tpu}"
+
+
+def hint_text(est: KernelEstimate) -> str | None:
+    """The two fixes, with numbers for this kernel: raise vmem_limit_bytes, or shrink blocks."""
+    parts = []
+    if est.fitting_limit_bytes is not None:
+        parts.append(f"raise the limit: compiler_params vmem_limit_bytes={est.fitting_limit_bytes} "
+                     f"({est.fitting_limit_bytes // MIB} MiB)")
+    if est.block_hint is not None:
+        h = est.block_hint
+        roles = {b.index: b.role for b in est.blocks if b.role != "scratch"}
+        sizes = ", ".join(f"{roles.get(i, 'operand')} {i} axis {a} -> {n}" for i, a, n in h.block_sizes)
+        parts.append(f"or shrink blocks along grid dim {h.grid_dim} ({sizes}; grid extent {h.grid_size}, "
+                     f"about {h.estimate_bytes / MIB:.2f} MiB)")
+    return "; ".join(parts) or None
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+def block_json(b: BlockEstimate) -> dict[str, Any]:
+    return {
+        "index": b.index, "role": b.role, "dtype": b.dtype, "block_shape": list(b.block_shape),
+        "full_shape": None if b.full_shape is None else list(b.full_shape), "memory_space": b.memory_space,
+        "tile": list(b.tile), "raw_bytes": b.raw_bytes, "padded_bytes": b.padded_bytes, "buffers": b.buffers,
+        "counted": b.counted, "total_bytes": b.total_bytes, "note": b.note,
+    }
+
+
+def estimate_json(est: KernelEstimate, assumed: bool) -> dict[str, Any]:
+    """The estimate as plain data (finding data and `hloscan vmem --format json`)."""
+    hint = est.block_hint
+    return {
+        "name": est.kernel_name,
+        "grid": list(est.grid),
+        "blocks": [block_json(b) for b in est.blocks],
+        "estimate_bytes": est.estimate_bytes,
+        "predicted_bytes": est.predicted_bytes,
+        "kind": est.kind,
+        "limit_bytes": est.limit_bytes,
+        "limit_source": est.limit_source,
+        "verdict": est.verdict,
+        "tpu": est.tpu,
+        "tpu_assumed": assumed,
+        "internal_bytes": est.internal_bytes,
+        "fitting_limit_bytes": est.fitting_limit_bytes,
+        "block_hint": None if hint is None else {
+            "grid_dim": hint.grid_dim, "grid_size": hint.grid_size, "estimate_bytes": hint.estimate_bytes,
+            "block_sizes": [{"operand": i, "axis": a, "size": n} for i, a, n in hint.block_sizes],
+        },
+        "notes": list(est.notes),
+        "lower_bound_note": est.lower_bound_note,
+        "decode_error": est.decode_error,
+    }

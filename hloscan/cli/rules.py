@@ -1,0 +1,68 @@
+"""`hloscan rules` lists every check; `hloscan rule CODE-or-NAME` prints one check's documentation."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from hloscan.lint.registry import TOOL_CODES, Check, all_checks, lookup
+
+
+def rule_row(check: type[Check]) -> dict[str, str | None]:
+    return {"code": check.code, "name": check.name, "severity": check.severity.label,
+            "xla_error": check.xla_error, "stage": check.stage, "summary": check.summary()}
+
+
+def rules_table(rows: list[dict]) -> str:
+    widths = {k: max([len(k)] + [len(str(r[k] or "-")) for r in rows]) for k in ("code", "name", "severity", "xla_error")}
+    head = ("code", "name", "severity", "xla_error")
+    lines = ["  ".join(h.upper().ljust(widths[h]) for h in head) + "  SUMMARY"]
+    for r in rows:
+        lines.append("  ".join(str(r[h] or "-").ljust(widths[h]) for h in head) + "  " + r["summary"])
+    return "\n".join(lines)
+
+
+def rule_text(check: type[Check]) -> str:
+    """ruff's format_rule_text: a heading, the facts a user filters on, then the docstring."""
+    lines = [f"# {check.name} ({check.code})", ""]
+    lines.append(f"Severity: {check.severity.label}")
+    lines.append(f"XLA error: {check.xla_error or 'none'}")
+    lines.append(f"Stage: {check.stage}")
+    if check.message:
+        lines.append(f"Message: {check.message}")
+    if check.options:
+        lines.append("Options:")
+        for key, opt in check.options.items():
+            lines.append(f"  {key} ({opt.type.__name__}, default {opt.default!r}): {opt.help}")
+    lines += ["", check.docs()]
+    return "\n".join(lines)
+
+
+def tool_code_text(code: str) -> str:
+    tool = TOOL_CODES[code]
+    return f"# {tool.name} ({tool.code})\n\nSeverity: {tool.severity.label}\n\n{tool.summary}"
+
+
+def register(group: click.Group) -> None:
+    @group.command("rules")
+    @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+    def rules_command(fmt: str) -> None:
+        """List every check: code, name, severity, XLA error and summary."""
+        rows = [rule_row(c) for c in all_checks()]
+        click.echo(json.dumps(rows, indent=2) if fmt == "json" else rules_table(rows))
+
+    @group.command("rule")
+    @click.argument("code_or_name")
+    def rule_command(code_or_name: str) -> None:
+        """Show one check's documentation (by code, like HLO201, or name)."""
+        check = lookup(code_or_name)
+        if check is not None:
+            click.echo(rule_text(check))
+            return
+        if code_or_name.upper() in TOOL_CODES:
+            click.echo(tool_code_text(code_or_name.upper()))
+            return
+        click.echo(f"hloscan: unknown rule {code_or_name!r} (see `hloscan rules`)", err=True)
+        sys.exit(2)

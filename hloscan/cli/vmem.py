@@ -1,0 +1,91 @@
+"""`hloscan vmem`: every Pallas/Mosaic kernel's scoped-VMEM arithmetic, fitting or not."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from hloscan.analyses.vmem.kernels import Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label, mib
+from hloscan.hlo.loader import LoadedFile, discover, load_file
+from hloscan.analyses.vmem.estimate import GENERATIONS, BlockEstimate
+
+EXIT_CLEAN, EXIT_E1001, EXIT_ERROR = 0, 1, 2
+
+
+def register(group: click.Group) -> None:
+    group.add_command(vmem)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--tpu", type=click.Choice(list(GENERATIONS)), default=None,
+              help="TPU generation (default: v5e, reported as assumed).")
+@click.option("--vmem-limit-kib", type=click.IntRange(1), default=None,
+              help="Scoped VMEM limit, as --xla_tpu_scoped_vmem_limit_kib.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def vmem(paths: tuple[str, ...], tpu: str | None, vmem_limit_kib: int | None, fmt: str) -> None:
+    """List every tpu_custom_call kernel with its scoped-VMEM estimate, limit and verdict."""
+    rows: list[tuple[str, Kernel]] = []
+    errors: list[LoadedFile] = []
+    for path, skipped in discover(list(paths)):
+        if skipped is not None:
+            continue
+        loaded = load_file(path)
+        if not loaded.ok:
+            errors.append(loaded)
+            click.echo(loaded.error.format(), err=True)
+        for module in loaded.modules:
+            rows.extend((path, k) for k in estimate_module(module, tpu, vmem_limit_kib))
+    if fmt == "json":
+        click.echo(json.dumps({"kernels": [_kernel_json(p, k) for p, k in rows],
+                               "errors": [_error_json(e) for e in errors]}, indent=2))
+    else:
+        for path, kernel in rows:
+            click.echo(_kernel_text(path, kernel))
+    sys.exit(_exit_code(rows, errors))
+
+
+def _exit_code(rows: list[tuple[str, Kernel]], errors: list[LoadedFile]) -> int:
+    if errors:
+        return EXIT_ERROR
+    return EXIT_E1001 if any(k.estimate.exceeds for _, k in rows) else EXIT_CLEAN
+
+
+def _kernel_json(path: str, kernel: Kernel) -> dict[str, Any]:
+    return {"path": path, "instruction": kernel.inst.name, "line": kernel.inst.line,
+            **estimate_json(kernel.estimate, kernel.tpu_assumed)}
+
+
+def _error_json(loaded: LoadedFile) -> dict[str, Any]:
+    err = loaded.error
+    return {"path": loaded.path, "code": err.code, "line": err.line, "col": err.col, "message": err.message}
+
+
+def _kernel_text(path: str, kernel: Kernel) -> str:
+    est = kernel.estimate
+    grid = "x".join(map(str, est.grid)) or "-"
+    lines = [f"{path}:{kernel.inst.line}: %{kernel.inst.name} kernel {est.kernel_name or '?'} grid {grid}"]
+    lines.extend("  " + _block_text(b) for b in est.blocks)
+    if est.internal_bytes:
+        lines.append(f"  internal scratch {est.internal_bytes:,} B")
+    lines.append(f"  = {figure_label(est)} {mib(est.estimate_bytes)}")
+    if est.kind == "measured" and est.predicted_bytes is not None:
+        lines.append(f"    (model predicts {mib(est.predicted_bytes)})")
+    lines.append(f"  limit {mib(est.limit_bytes)} from {limit_label(est, kernel.tpu_assumed)} -> {est.verdict}")
+    hint = hint_text(est) if est.verdict != "fits" else None
+    if hint:
+        lines.append(f"  hint: {hint}")
+    return "\n".join(lines)
+
+
+def _block_text(b: BlockEstimate) -> str:
+    shape = f"{b.dtype}[{','.join(map(str, b.block_shape))}]"
+    head = f"{b.role:<7} {b.index:>2} {shape:<22}"
+    if not b.counted:
+        return f"{head} not counted ({b.note or b.memory_space})"
+    tile = f"T({b.tile[0]},{b.tile[1]})"
+    note = f"  ({b.note})" if b.note else ""
+    return (f"{head} {tile:<10} -> {b.padded_bytes:>12,} B x {b.buffers} = {b.total_bytes:>12,} B{note}")

@@ -1,0 +1,329 @@
+"""The fast path: a line-oriented `re` splitter for printer-formatted dumps, building the same IR as strict.py.
+
+XLA's printer writes one instruction per line (hlo-text-format.md §11), so each line is cut with C-speed
+regexes; shapes go through the grammar's `shape` rule, memoized per distinct string; attribute values stay
+raw until read. Anything this splitter does not recognise makes it give up (`FastPathUnsupported`), and the
+caller parses the module with the strict grammar instead, so the fast path never guesses.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from hloscan.hlo.attrs import balanced_counts, split_attributes, split_top_level
+from hloscan.hlo.ir import Computation, Instruction, Module, Operand, Parameter, Shape, StackFrameTables
+from hloscan.hlo.strict import LITERAL_OPCODES
+from hloscan.hlo.transform import IntegerOutOfRange, hlo_int
+
+
+class FastPathUnsupported(Exception):
+    """The text is not in the printer's line form; parse it strictly."""
+
+
+@functools.lru_cache(maxsize=None)
+def parse_shape_cached(text: str) -> Shape:
+    from hloscan.hlo.parser import parse_shape
+
+    return parse_shape(text)
+
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_INSTRUCTION_HEAD = re.compile(r"([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+")
+# An array shape with an optional layout (one level of nested braces covers `P(...)` physical shapes).
+_ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?")
+_OPCODE = re.compile(r"[ \t]+(" + _NAME + r")\(")
+# An operand is `[shape ]name[#i...]`: the reference is what follows the last blank (see _operands).
+_OPERAND_REF_INDEXED = re.compile(r"(%?)(" + _NAME + r")((?:#\d+)*)")
+# Matched against a line already known to end in `{`. Possessive blanks and a greedy result keep it linear:
+# `[ \t]*(...)?[ \t]*` and a lazy `(.+?)[ \t]*\{` backtracked quadratically on a long run of blanks
+# (a header line padded with 1 MB of spaces hung the parser; found by fuzzing).
+_COMPUTATION_HEAD = re.compile(r"(ENTRY[ \t]+)?%?(" + _NAME + r")[ \t]*+(\(.*\)[ \t]*+->[ \t]*+(.+))?\{")
+_COMPUTATION_END = re.compile(r"\}(?:,[ \t]*execution_thread=(\"[^\"\\]*+(?:\\.[^\"\\]*+)*+\"))?[ \t]*(?://.*)?")
+_HEADER = re.compile(r"HloModule[ \t]+%?(" + _NAME + r"):?")
+_TABLE_STRING = re.compile(r"(\d+)[ \t]+(\"[^\"\\]*+(?:\\.[^\"\\]*+)*+\")[ \t]*")
+_TABLE_FIELDS = re.compile(r"(\d+)[ \t]+\{(.*)\}[ \t]*")
+_FIELD = re.compile(r"(" + _NAME + r")=(-?\d+)")
+# The common line in one match: indent, ROOT, sigil, name, array shape with a brace-free layout, opcode,
+# operands without brackets, and the attribute tail. Other lines take the general route below.
+_SIMPLE_LINE = re.compile(
+    r"([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+([a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?)[ \t]+("
+    + _NAME + r")\(([^()\[\]{}#/]*)\)(,.*)?"
+)
+_OPERAND_REF = re.compile(r"%?" + _NAME)
+# Open strings and comments run to the end of the line: a failed match per later quote was quadratic.
+_QUOTED = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:(")|\\?\Z)')
+_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|/\*.*?(?:\*/|\Z)|[(){}\[\]]')
+_TABLE_NAMES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def parse_module_fast(text: str, path: str | None = None, line_offset: int = 0) -> Module:
+    if "\r" in text:
+        raise FastPathUnsupported("carriage returns")
+    return _LineParser(text.split("\n"), path, line_offset).module()
+
+
+def _int(text: str) -> int:
+    """An integer the fast path reads itself; out of XLA's range, the strict path reports it with a position."""
+    try:
+        return hlo_int(text)
+    except IntegerOutOfRange:
+        raise FastPathUnsupported("integer out of range") from None
+
+
+def _closing(text: str, open_pos: int) -> int:
+    """Index just past the bracket that closes the one at open_pos (strings and comments skipped)."""
+    depth = 0
+    for m in _STRUCTURE.finditer(text, open_pos):
+        ch = m.group()
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+            if depth == 0:
+                return m.end()
+    raise FastPathUnsupported("unbalanced brackets")
+
+
+def _tail_is_plain(tail: str) -> bool:
+    """True when an attribute tail has balanced brackets outside strings and no comment.
+
+    An instruction continued on the next line, or cut short, leaves its tail unbalanced; such text goes to
+    the strict grammar, which reports the error where XLA would. Raw counts settle the common line
+    (a few C-level calls); strings are stripped only when those counts or a comment marker say to look.
+    """
+    if balanced_counts(tail) and "//" not in tail and "/*" not in tail:
+        return True
+    # A closed string goes; an open one leaves its quote behind, which rejects the tail below.
+    bare = _QUOTED.sub(lambda m: "" if m.group(1) else '"', tail) if '"' in tail else tail
+    if "//" in bare or "/*" in bare or '"' in bare:
+        return False
+    return balanced_counts(bare)
+
+
+class _LineParser:
+    def __init__(self, lines: list[str], path: str | None, line_offset: int):
+        self.lines = lines
+        self.path = path
+        self.offset = line_offset
+        self.i = 0
+        self.percent: bool | None = None
+        self.operand_cache: dict[str, Operand] = {}  # operands are immutable values: share them
+
+    def module(self) -> Module:
+        self._skip_blank()
+        name, attrs, has_header = "", (), False
+        if self._peek().startswith("HloModule"):
+            name, attrs = self._header(self._next())
+            has_header = True
+        self._skip_blank()
+        frames = self._stack_frames() if self._peek().startswith("FileNames") else None
+        comps = []
+        while True:
+            self._skip_blank()
+            if self.i >= len(self.lines):
+                break
+            comps.append(self._computation())
+        if not comps:
+            raise FastPathUnsupported("no computation")
+        if not has_header:
+            if not (comps[0].is_entry or comps[0].parameters is None):
+                raise FastPathUnsupported("header-less text that XLA reads as one instruction")
+            name = "module_" + next((c.name for c in comps if c.is_entry), comps[-1].name)
+        percent = self.percent if self.percent is not None else True
+        return Module(name, tuple(comps), attrs, frames, has_header, percent, self.path, 1 + self.offset)
+
+    # ------------------------------------------------------------------ lines
+
+    def _peek(self) -> str:
+        return self.lines[self.i] if self.i < len(self.lines) else ""
+
+    def _next(self) -> str:
+        line = self.lines[self.i]
+        self.i += 1
+        return line
+
+    def _skip_blank(self) -> None:
+        """Skip blank lines and whole-line `//` comments (lit-test RUN/CHECK lines)."""
+        lines = self.lines
+        while self.i < len(lines):
+            stripped = lines[self.i].lstrip()
+            if stripped and not stripped.startswith("//"):
+                break
+            self.i += 1
+
+    # ------------------------------------------------------------------ header and tables
+
+    def _header(self, line: str):
+        m = _HEADER.match(line)
+        if m is None:
+            raise FastPathUnsupported("header")
+        rest = line[m.end() :].rstrip()
+        if rest and not rest.startswith(","):
+            raise FastPathUnsupported("header")
+        if rest.count("{") != rest.count("}") or "//" in rest:
+            raise FastPathUnsupported("multi-line header")
+        return m.group(1), tuple(split_attributes(rest))
+
+    def _stack_frames(self) -> StackFrameTables:
+        tables: dict[str, list] = {name: [] for name in _TABLE_NAMES}
+        current = None
+        while self.i < len(self.lines):
+            line = self._peek().strip()
+            if line in _TABLE_NAMES:
+                current = line
+            elif not line:
+                pass
+            elif current in ("FileNames", "FunctionNames") and (m := _TABLE_STRING.fullmatch(line)):
+                tables[current].append((_int(m.group(1)), m.group(2)))
+            elif current in ("FileLocations", "StackFrames") and (m := _TABLE_FIELDS.fullmatch(line)):
+                fields = tuple((k, _int(v)) for k, v in _FIELD.findall(m.group(2)))
+                tables[current].append((_int(m.group(1)), fields))
+            else:
+                break
+            self.i += 1
+        return StackFrameTables(*(tuple(tables[name]) for name in _TABLE_NAMES))
+
+    # ------------------------------------------------------------------ computations
+
+    def _computation(self) -> Computation:
+        number = self.i
+        line = self._next()
+        head = line.rstrip(" \t")
+        m = _COMPUTATION_HEAD.fullmatch(head) if head.endswith("{") else None
+        if m is None or line[:1] in " \t":
+            raise FastPathUnsupported(f"computation header at line {number + 1}")
+        params = result = None
+        if m.group(3):
+            params, result = self._signature(m.group(3))
+        instructions = []
+        lines = self.lines
+        while True:
+            if self.i >= len(lines):
+                raise FastPathUnsupported("unterminated computation")
+            text = lines[self.i]
+            if not text.strip() or text.lstrip().startswith("//"):
+                self.i += 1
+                continue
+            if text[:1] == "}":
+                end = _COMPUTATION_END.fullmatch(text)
+                if end is None:
+                    raise FastPathUnsupported("computation end")
+                self.i += 1
+                break
+            instructions.append(self._instruction(text, self.i))
+            self.i += 1
+        if not instructions:
+            raise FastPathUnsupported("empty computation")
+        col = 1
+        return Computation(m.group(2), tuple(instructions), bool(m.group(1)), params, result, end.group(1),
+                           number + 1 + self.offset, col)
+
+    def _signature(self, text: str):
+        close = _closing(text, 0)
+        params_text = text[1 : close - 1]
+        rest = text[close:].strip()
+        if not rest.startswith("->"):
+            raise FastPathUnsupported("signature")
+        params = []
+        if params_text.strip():
+            for part in split_top_level(params_text):
+                pname, sep, shape_text = part.strip().partition(":")
+                if not sep or not pname:
+                    raise FastPathUnsupported("signature parameter")
+                params.append(Parameter(pname, parse_shape_cached(shape_text.strip())))
+        return tuple(params), parse_shape_cached(rest[2:].strip())
+
+    # ------------------------------------------------------------------ instructions
+
+    def _instruction(self, line: str, number: int) -> Instruction:
+        m = _SIMPLE_LINE.fullmatch(line.rstrip())
+        if m is not None and (m.group(8) is None or _tail_is_plain(m.group(8))):
+            indent, root, sigil, name, shape_text, opcode, inner, tail = m.groups()
+            if self.percent is None:
+                self.percent = bool(sigil)
+            literal = None
+            operands: tuple[Operand, ...] = ()
+            if opcode in LITERAL_OPCODES:
+                literal = inner.strip()
+            elif inner:
+                operands = self._simple_operands(inner)
+            return Instruction(name, opcode, parse_shape_cached(shape_text), operands, tail or "", bool(root),
+                               literal, number + 1 + self.offset, len(indent) + 1)
+        return self._general_instruction(line, number)
+
+    def _simple_operands(self, inner: str) -> tuple[Operand, ...]:
+        cache = self.operand_cache
+        out = []
+        for part in inner.split(","):
+            operand = cache.get(part)
+            if operand is None:
+                ref = part.strip()
+                # Only a name is a reference: `add(1, 2)` holds literals, which the strict grammar reads
+                # as such (fuzzing found `1` taken for an instruction name here).
+                if _OPERAND_REF.fullmatch(ref) is None:
+                    raise FastPathUnsupported("operand")
+                operand = cache[part] = Operand(ref[1:] if ref[0] == "%" else ref)
+            out.append(operand)
+        return tuple(out)
+
+    def _general_instruction(self, line: str, number: int) -> Instruction:
+        head = _INSTRUCTION_HEAD.match(line)
+        if head is None:
+            raise FastPathUnsupported(f"instruction at line {number + 1}")
+        if self.percent is None:
+            self.percent = bool(head.group(3))
+        pos = head.end()
+        if line[pos : pos + 1] == "(":
+            shape_end = _closing(line, pos)
+        else:
+            sm = _ARRAY_SHAPE.match(line, pos)
+            if sm is None:
+                raise FastPathUnsupported(f"shape at line {number + 1}")
+            shape_end = sm.end()
+        shape = parse_shape_cached(line[pos:shape_end])
+        om = _OPCODE.match(line, shape_end)
+        if om is None:
+            raise FastPathUnsupported(f"opcode at line {number + 1}")
+        opcode = om.group(1)
+        open_paren = om.end() - 1
+        close = line.find(")", open_paren)
+        inner = line[open_paren + 1 : close] if close >= 0 else ""
+        if close < 0 or "(" in inner or "/*" in inner:
+            close = _closing(line, open_paren) - 1
+            inner = line[open_paren + 1 : close]
+        tail = line[close + 1 :].rstrip()
+        if not _tail_is_plain(tail):
+            raise FastPathUnsupported(f"comment or unbalanced attributes at line {number + 1}")
+        if tail and tail[0] != ",":
+            raise FastPathUnsupported(f"text after operands at line {number + 1}")
+        literal = None
+        operands: tuple[Operand, ...] = ()
+        if opcode in LITERAL_OPCODES:
+            literal = inner.strip()
+        elif inner.strip():
+            operands = self._operands(inner, number)
+        col = len(head.group(1)) + 1
+        return Instruction(head.group(4), opcode, shape, operands, tail, bool(head.group(2)), literal,
+                           number + 1 + self.offset, col)
+
+    def _operands(self, inner: str, number: int) -> tuple[Operand, ...]:
+        parts = split_top_level(inner) if ("[" in inner or "(" in inner or "{" in inner) else inner.split(",")
+        out = []
+        for part in parts:
+            part = part.strip()
+            if part.startswith("/*"):
+                end = part.find("*/")
+                if end < 0:  # an unclosed comment (fuzzing found the bare index() raising ValueError)
+                    raise FastPathUnsupported(f"unclosed comment at line {number + 1}")
+                part = part[end + 2 :].strip()
+            # rpartition, not a `(.+?)[ \t]+name` regex: that one was quadratic in a long run of blanks.
+            shape_text, _, ref = part.replace("\t", " ").rpartition(" ")
+            m = _OPERAND_REF_INDEXED.fullmatch(ref)
+            if m is None:
+                raise FastPathUnsupported(f"operand at line {number + 1}")
+            shape_text = shape_text.strip()
+            shape = parse_shape_cached(shape_text) if shape_text else None
+            index = tuple(_int(i) for i in m.group(3).split("#")[1:]) if m.group(3) else ()
+            out.append(Operand(m.group(2), shape, index))
+        return tuple(out)

@@ -1,0 +1,71 @@
+"""Runs the selected checks on parsed modules; a crashing check becomes an HLO900 finding, not a crash."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from hloscan.lint.finding import Finding, Severity, Span
+from hloscan.hlo.ir import Module
+from hloscan.hlo.loader import LoadedFile
+from hloscan.lint.registry import Check, all_checks, matches
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Selection:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    def includes(self, check: type[Check]) -> bool:
+        if self.select and not any(matches(check, s) for s in self.select):
+            return False
+        return not any(matches(check, s) for s in self.ignore)
+
+
+@dataclass
+class ScanResult:
+    files: list[LoadedFile] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    checks_run: list[str] = field(default_factory=list)
+
+    @property
+    def incomplete(self) -> bool:
+        return any(not f.ok for f in self.files) or any(f.code == "HLO900" for f in self.findings)
+
+
+def selected_checks(selection: Selection) -> list[type[Check]]:
+    return [c for c in all_checks() if selection.includes(c)]
+
+
+def run_checks(module: Module, path: str, checks: Iterable[type[Check]], options: dict[str, Any] | None = None,
+               severities: dict[str, Severity] | None = None) -> list[Finding]:
+    from hloscan.lint.context import Context
+
+    ctx = Context(module, path, options, severities)
+    findings: list[Finding] = []
+    for check in checks:
+        try:
+            findings.extend(check().run(ctx))
+        except Exception as exc:  # noqa: BLE001 - one broken check must not stop the lint
+            log.debug("check %s crashed", check.code, exc_info=True)
+            findings.append(_crash_finding(check, module, path, exc))
+    return sorted(findings, key=Finding.sort_key)
+
+
+def _crash_finding(check: type[Check], module: Module, path: str, exc: Exception) -> Finding:
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    origin = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
+    return Finding(
+        code="HLO900",
+        name="check-crashed",
+        severity=Severity.ERROR,
+        message=f"check {check.code} ({check.name}) crashed: {type(exc).__name__}: {exc}{origin}",
+        span=Span(path, module.line, 1),
+        module=module.name,
+        hint="The analysis of this module is incomplete; please report this with the dump.",
+        data={"check": check.code, "exception": type(exc).__name__},
+    )

@@ -1,0 +1,110 @@
+"""Groups the files of one module in a dump folder by compilation stage and plans which checks run on which file."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from hloscan.lint.registry import Check
+
+log = logging.getLogger(__name__)
+
+# Least to most optimised. "input" is the hand-written text given to the compiler (tpu-oracle's input.hlo).
+STAGES = ("input", "before_optimizations", "after_optimizations", "after_codegen")
+
+# The stage a check declares, then the fall-backs in order. A check that wants pre-optimisation HLO
+# (host offload: XLA's HostOffloader rewrites the evidence away) prefers the earliest text; "any" takes the
+# most optimised one, which carries the most facts (layouts, tiling, measured Vmem).
+PREFERENCES: dict[str, tuple[str, ...]] = {
+    "input": ("input", "before_optimizations", "after_optimizations", "after_codegen"),
+    "before_optimizations": ("before_optimizations", "input", "after_optimizations", "after_codegen"),
+    "after_optimizations": ("after_optimizations", "after_codegen", "before_optimizations", "input"),
+    "after_codegen": ("after_codegen", "after_optimizations", "before_optimizations", "input"),
+    "any": ("after_codegen", "after_optimizations", "before_optimizations", "input"),
+}
+
+# XLA names dump files `module_<id>.<module name>.<stage>.txt` (GPU adds a platform tag such as
+# `sm_8.0_gpu_after_optimizations`); tpu-oracle case folders hold bare `<stage>.txt`.
+_STAGE_RE = re.compile(r"(?:^|[._])(before_optimizations|after_optimizations|after_codegen)\.txt(?:\.gz|\.xz)?$")
+_MODULE_ID_RE = re.compile(r"^(module_\d+)\.")
+_INPUT_NAMES = ("input.hlo", "input.hlo.txt")
+
+
+@dataclass
+class ModuleGroup:
+    """The files of one module: stage -> path. A lone file has the single stage None."""
+
+    key: str
+    files: dict[str | None, str] = field(default_factory=dict)
+
+    def file_for(self, check: type[Check]) -> str | None:
+        """The file a check runs on: its declared stage, else the nearest one available."""
+        if None in self.files:
+            return self.files[None]
+        stage = getattr(check, "stage", "any")
+        order = PREFERENCES.get(stage)
+        if order is None:
+            log.warning("check %s declares unknown stage %r; treating it as 'any'", check.code, stage)
+            order = PREFERENCES["any"]
+        for candidate in order:
+            if candidate in self.files:
+                return self.files[candidate]
+        return None
+
+
+def stage_of(path: str) -> str | None:
+    """The compilation stage a dump file name says, or None."""
+    name = Path(path).name
+    m = _STAGE_RE.search(name)
+    return m.group(1) if m else None
+
+
+def _group_key(path: str, stage: str) -> str:
+    p = Path(path)
+    name = p.name
+    m = _MODULE_ID_RE.match(name)
+    if m:
+        # The module id is unique per dump and survives platform tags in the stage part of the name.
+        return str(p.parent / m.group(1))
+    prefix = name[: _STAGE_RE.search(name).start()] if stage != "input" else ""
+    return str(p.parent / prefix)
+
+
+def group_files(paths: Iterable[str]) -> list[ModuleGroup]:
+    """Group dump files by module, keeping input order; files with no stage stay alone."""
+    paths = list(paths)
+    staged: dict[str, ModuleGroup] = {}
+    order: list[ModuleGroup] = []
+    stage_dirs = {str(Path(p).parent) for p in paths if stage_of(p)}
+    for path in paths:
+        stage = stage_of(path)
+        if stage is None and Path(path).name in _INPUT_NAMES and str(Path(path).parent) in stage_dirs:
+            stage = "input"
+        if stage is None:
+            order.append(ModuleGroup(path, {None: path}))
+            continue
+        key = _group_key(path, stage)
+        group = staged.get(key)
+        if group is None or stage in group.files:
+            if group is not None:
+                # Two files claim the same stage (e.g. several pass dumps): keep them apart, never drop one.
+                key = f"{key}#{len(order)}"
+            group = staged[key] = ModuleGroup(key)
+            order.append(group)
+        group.files[stage] = path
+    return order
+
+
+def plan(paths: Iterable[str], checks: list[type[Check]]) -> dict[str, list[type[Check]]]:
+    """path -> the checks to run on it, in input order; each check runs once per module group."""
+    paths = list(paths)
+    out: dict[str, list[type[Check]]] = {p: [] for p in paths}
+    for group in group_files(paths):
+        for check in checks:
+            target = group.file_for(check)
+            if target is not None:
+                out[target].append(check)
+    return out
