@@ -18,7 +18,7 @@ Python API (imports are lazy, so `import hloscan` stays cheap)::
 `check` takes the same settings as the `[tool.hloscan]` config table (select, ignore, severity, checks,
 tpu, vmem_limit_kib, host_outputs, per_path_ignores) as keyword arguments, plus `config=` (a
 pyproject.toml or hloscan.toml to read first), `strict=` (full-grammar parse) and `jobs=` (worker
-processes; default 1). Bad settings raise `hloscan.config.ConfigError` naming the key; unparseable
+processes; default 1). Bad settings raise `hloscan.lint.config.ConfigError` naming the key; unparseable
 input raises `hloscan.hlo.parser.HloSyntaxError` (HLO001).
 """
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from hloscan.version import __version__
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -43,58 +43,18 @@ def _is_text(path_or_text: Any) -> bool:
 
 def check(path_or_text: "str | PathLike[str]", **options: Any) -> "list[Finding]":
     """Run the checks on HLO text or on a file / dump folder and return the findings, sorted."""
+    import hloscan.checks  # noqa: F401  (registers every check: the entry points own that, not the framework)
     from hloscan.lint.config import Config, load_config, parse_config
+    from hloscan.lint.scan import scan, scan_text
 
-    settings = {k: v for k, v in options.items() if k not in _RUN_KEYS}
+    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in options.items() if k not in _RUN_KEYS}
     config = load_config(options["config"]) if options.get("config") else Config()
-    override = parse_config({k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()})
-    config = _merge(config, override)
+    config = config.merged(parse_config(settings))  # keyword arguments win, key by key, as flags do
+    strict = bool(options.get("strict"))
     if _is_text(path_or_text):
-        return _check_text(path_or_text, config, bool(options.get("strict")))
-    return _check_paths(str(path_or_text), config, bool(options.get("strict")), int(options.get("jobs", 1)))
-
-
-def _merge(base, override):
-    """Keyword arguments win over the config file, key by key (as command-line flags do)."""
-    from dataclasses import replace
-
-    return replace(
-        base,
-        select=override.select if override.select is not None else base.select,
-        ignore=override.ignore if override.ignore is not None else base.ignore,
-        severity={**base.severity, **override.severity},
-        check_options={k: {**base.check_options.get(k, {}), **override.check_options.get(k, {})}
-                       for k in {*base.check_options, *override.check_options}},
-        global_options={**base.global_options, **override.global_options},
-        per_path_ignores={**base.per_path_ignores, **override.per_path_ignores},
-    )
-
-
-def _selection(config):
-    from hloscan.lint.engine import Selection
-
-    return Selection(config.select or (), config.ignore or ())
-
-
-def _check_text(text: str, config, strict: bool) -> "list[Finding]":
-    from hloscan.lint.engine import run_checks, selected_checks
-    from hloscan.lint.finding import Finding
-    from hloscan.hlo.loader import load_text
-
-    checks = selected_checks(_selection(config))
-    findings: list[Finding] = []
-    for module in load_text(text, "<text>", strict):
-        findings.extend(run_checks(module, "<text>", checks, config.options(), config.severity))
-    return sorted(findings, key=Finding.sort_key)
-
-
-def _check_paths(path: str, config, strict: bool, jobs: int) -> "list[Finding]":
-    from hloscan.lint.engine import selected_checks
-    from hloscan.lint.scan import build_tasks, scan_tasks
-
-    checks = selected_checks(_selection(config))
-    tasks = build_tasks([path], checks, config.ignored_for)
-    result = scan_tasks(tasks, config.options(), config.severity, strict, jobs=jobs)
+        result = scan_text(path_or_text, config, strict=strict)
+    else:
+        result = scan([str(path_or_text)], config, strict=strict, jobs=int(options.get("jobs", 1)))
     for loaded in result.files:
         if loaded.error is not None:
             raise loaded.error

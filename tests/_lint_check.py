@@ -7,7 +7,11 @@ from typing import Iterator
 
 from hloscan.hlo.attrs import parse_metadata
 from hloscan.lint.finding import Severity
-from hloscan.lint.registry import _CHECKS, Check, Option, register
+from hloscan.lint.registry import _CHECKS, Check, Family, Option, register, register_family
+
+# Test-only rule families: HLO0xx (beside HLO001) for lint-machinery checks, HLO9xx (beside HLO900) for engine tests.
+TEST_FAMILY = register_family(Family(prefix="HLO0", name="test-only", title="Test-only checks"))
+ENGINE_TEST_FAMILY = register_family(Family(prefix="HLO9", name="engine-test", title="Test-only engine checks"))
 
 
 class MarkedInstruction(Check):
@@ -43,7 +47,7 @@ class MarkedInstruction(Check):
     code = "HLO098"
     name = "marked-instruction"
     severity = Severity.WARNING
-    message = "op {op_name}"
+    family = TEST_FAMILY
     options = {"marker": Option(str, "FLAG", "Text to look for in op_name.")}
     stage = "before_optimizations"
 

@@ -22,10 +22,10 @@ XLA_SECONDS = {"gpt48-cpu.after_optimizations.hlo.txt.xz": 2.1}
 
 def measure(path: Path, repeat: int) -> dict:
     """Runs inside the child process."""
-    from hloscan.hlo import parser
+    from hloscan.hlo import gcpause
     from hloscan.hlo.parser import parse_text
 
-    parser.FREEZE_AFTER_BUILD = repeat == 1  # as the CLI does; repeated runs must free the previous one
+    gcpause.FREEZE_AFTER_BUILD = repeat == 1  # as the CLI does; repeated runs must free the previous one
 
     text = lzma.open(path, "rt", encoding="utf-8").read() if path.suffix == ".xz" else path.read_text()
     best = None

@@ -235,7 +235,7 @@ def test_rule_by_code_or_name(marked, ref):
     assert res.exit_code == 0
     out = res.output
     assert out.startswith("# marked-instruction (HLO098)\n")
-    assert "Severity: warning" in out and "XLA error: none" in out and "Message: op {op_name}" in out
+    assert "Severity: warning" in out and "XLA error: none" in out and "Family: test-only (HLO0xx)" in out
     assert "## Why it matters" in out and "marker (str, default 'FLAG')" in out
 
 
@@ -247,16 +247,16 @@ def test_rule_unknown_and_tool_codes():
 
 
 def test_explain_xla_code(marked):
-    from hloscan.lint.registry import all_checks
+    from hloscan.lint.registry import all_checks, predicting
     from hloscan.analyses.xla_errors import explain_xla_code
 
-    text = explain_xla_code("E1200")
+    text = explain_xla_code("E1200", predicting)
     assert text.startswith("E1200: CompileTimeHostOffloadOutputLocationMismatch")
     for check in all_checks():
         if check.xla_error == "E1001":
-            assert check.code in explain_xla_code("e1001")
-    assert "E0102" in explain_xla_code("0102")
-    assert explain_xla_code("E9999") is None and explain_xla_code("HLO201") is None
+            assert check.code in explain_xla_code("e1001", predicting)
+    assert "E0102" in explain_xla_code("0102", predicting)
+    assert explain_xla_code("E9999", predicting) is None and explain_xla_code("HLO201", predicting) is None
 
 
 # ---------------------------------------------------------------------- Python API

@@ -12,6 +12,7 @@ from hloscan.hlo.attrs import parse_frontend_attributes, parse_metadata
 from hloscan.cli import main
 from hloscan.lint.finding import Severity
 from hloscan.lint.registry import Check
+from _lint_check import ENGINE_TEST_FAMILY
 from hloscan.reporters import REPORTERS
 
 HOSTILE = {"quote": '"', "lt": "<", "newline": "\n", "brace": "}", "arrow": "->", "percent": "%", "colons": "::"}
@@ -49,10 +50,10 @@ class _EchoFreeText(Check):
     code = "HLO998"
     name = "fuzz-echo-free-text"
     severity = Severity.WARNING
-    opcodes = frozenset({"custom-call"})
+    family = ENGINE_TEST_FAMILY
 
     def run(self, ctx):
-        for comp, inst in ctx.instructions(self.opcodes):
+        for comp, inst in ctx.instructions(frozenset({"custom-call"})):
             meta = parse_metadata(inst.attr("metadata"))
             note = parse_frontend_attributes(inst.attr("frontend_attributes")).get("note", "")
             message = f"target {inst.custom_call_target} op {meta.get('op_name')} note {note}"

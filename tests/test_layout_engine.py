@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hloscan.analyses.tpu import generation
+
 import csv
 
 import pytest
@@ -138,7 +140,7 @@ def test_tuple_token_and_buffer():
     assert [leaf.bytes for leaf in report.leaves] == [512, 5242880 + 512, 0]
     assert padding(tup) == []
     assert physical_bytes(parse_shape("token[]")) == 0
-    assert tuple_table_bytes(tup) == 32 and tuple_table_bytes(tup, "v4") == 512
+    assert tuple_table_bytes(tup) == 32 and tuple_table_bytes(tup, generation("v4").tuple_table_granule) == 512
 
 
 def test_unbounded_dims():

@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corpus import CORPUS, require_path
+from hloscan.analyses.vmem.mosaic import read_kernel
 from hloscan.analyses.vmem.mosaic.bytecode import (
     MAGIC,
     BytecodeError,
     ShapedType,
     decode_body,
-    read_kernel,
     read_module,
     type_text,
 )

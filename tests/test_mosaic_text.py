@@ -8,7 +8,8 @@ import pytest
 
 from corpus import corpus_dir
 from hloscan.hlo.loader import load
-from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, read_kernel
+from hloscan.analyses.vmem.mosaic import read_kernel
+from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError
 from hloscan.analyses.vmem.estimate import estimate_kernel, parse_backend_config
 
 KERNEL = """module attributes {stable_mosaic.version = 3 : i64} {

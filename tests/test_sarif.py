@@ -13,8 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _lint_check  # noqa: E402
-from hloscan.cli import scan  # noqa: E402
-from hloscan.lint.engine import Selection  # noqa: E402
+import hloscan.checks  # noqa: E402,F401  (registers the checks)
+from hloscan.lint.config import Config  # noqa: E402
+from hloscan.lint.scan import scan  # noqa: E402
 from hloscan.reporters import sarif  # noqa: E402
 from corpus import require_path as _need
 
@@ -43,7 +44,7 @@ def _render(result) -> dict:
 
 def test_tpu_oracle_run_validates(validator):
     corpus = _need(CORPUS / "tpu-oracle")
-    result = scan([str(corpus)], Selection(), {"_global": {}}, jobs=2, keep_modules=False)
+    result = scan([str(corpus)], Config(), jobs=2)
     log = _render(result)
     assert _errors(validator, log) == []
     run = log["runs"][0]
@@ -64,7 +65,7 @@ def test_failures_notifications_and_escaping(validator, tmp_path, monkeypatch):
     bad = tmp_path / "bad.hlo.txt"
     bad.write_text("HloModule m\n\nENTRY main {\n  p = f32[8 parameter(0)\n}\n", encoding="utf-8")
     with _lint_check.registered():
-        log = _render(scan([str(tmp_path)], Selection(), {"_global": {}}))
+        log = _render(scan([str(tmp_path)], Config(), keep_modules=True))
     assert _errors(validator, log) == []
     run = log["runs"][0]
     inv = run["invocations"][0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 _CODE_RE = re.compile(r"^E(\d{4})$")
 
@@ -87,20 +88,16 @@ def normalize(code: str) -> str | None:
     return text if _CODE_RE.match(text) else None
 
 
-def predicting_rules(code: str) -> list:
-    """The registered checks whose `xla_error` is this code."""
-    from hloscan.lint.registry import all_checks
+def explain_xla_code(code: str, predicting: Callable[[str], list]) -> str | None:
+    """A short explanation of an XLA error code and the hloscan rules that predict it; None if unknown.
 
-    return [c for c in all_checks() if c.xla_error == code]
-
-
-def explain_xla_code(code: str) -> str | None:
-    """A short explanation of an XLA error code and the hloscan rules that predict it; None if unknown."""
+    `predicting(code)` gives those rules (objects with code, name, summary()): the lint registry's
+    `predicting`, passed in by the command so that analyses never import the lint framework."""
     norm = normalize(code)
     if norm is None:
         return None
     entry = XLA_ERRORS.get(norm)
-    rules = predicting_rules(norm)
+    rules = predicting(norm)
     if entry is None and not rules:
         return None
     lines = [f"{norm}: {entry.name}" if entry else norm]

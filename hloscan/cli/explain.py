@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import sys
@@ -11,6 +10,12 @@ from typing import Any, Callable
 
 import click
 
+from hloscan.analyses import xla_errors
+from hloscan.analyses.host_offload import explain as explain_e1200
+from hloscan.analyses.layouts import explain as e0102
+from hloscan.analyses.vmem import explain as explain_e1001
+from hloscan.cli.main import main
+from hloscan.lint.registry import predicting
 from hloscan.hlo.ir import Module, Shape
 from hloscan.hlo.layout import minor_to_major
 from hloscan.hlo.signature import SignatureEntry
@@ -46,14 +51,6 @@ class Explained:
 Explainer = Callable[[Request], "Explained | None"]
 
 
-def _optional(module: str):
-    """A module another engineer is still writing: None until it exists."""
-    try:
-        return importlib.import_module(f"hloscan.{module}")
-    except ImportError:
-        return None
-
-
 def fail(message: str) -> None:
     click.echo(f"hloscan explain: {message}", err=True)
     sys.exit(EXIT_ERROR)
@@ -75,18 +72,13 @@ def _generic(kind: str, module, result: Any) -> Explained:
 def explain_code(req: Request) -> Explained | None:
     if not _BARE_CODE.match(req.text):
         return None
-    xla_errors = _optional("xla_errors")
-    if xla_errors is None:
-        fail("explaining a bare error code needs hloscan.xla_errors, which is not installed")
-    result = xla_errors.explain_xla_code(req.text.strip())
+    result = xla_errors.explain_xla_code(req.text.strip(), predicting)
     if result is None:
         fail(f"{req.text.strip()} is not an XLA error code hloscan knows")
     return _generic("xla-code", xla_errors, result)
 
 
 def explain_e0102_message(req: Request) -> Explained | None:
-    from hloscan.analyses.layouts import explain as e0102
-
     e = e0102.explain_e0102(req.text)
     if e is None:
         return None
@@ -98,16 +90,11 @@ def explain_e0102_message(req: Request) -> Explained | None:
 
 
 def explain_e1200_message(req: Request) -> Explained | None:
-    module = _optional("explain_e1200")
-    if module is None:
-        return None
-    result = module.explain_e1200(req.text, req.modules if req.dump else None)
-    return None if result is None else _generic("E1200", module, result)
+    result = explain_e1200.explain_e1200(req.text, req.modules if req.dump else None)
+    return None if result is None else _generic("E1200", explain_e1200, result)
 
 
 def explain_e1001_message(req: Request) -> Explained | None:
-    from hloscan.analyses.vmem import explain as explain_e1001
-
     e = explain_e1001.explain_e1001(req.text, req.modules if req.dump else None)
     return None if e is None else Explained("E1001", explain_e1001.render_text(e), {"kind": "E1001", **e.to_json()})
 
@@ -209,5 +196,4 @@ def explain_command(text: str, dump: str | None, fmt: str) -> None:
          "E1001 'Scoped allocation with size ... exceeded scoped vmem limit')")
 
 
-def register(group: click.Group) -> None:
-    group.add_command(explain_command)
+main.add_command(explain_command)

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import click
 
-from hloscan.analyses.host_offload.walk import is_move_to_host
+from hloscan.cli.main import main
+from hloscan.analyses.host_offload.walk import analyze, is_move_to_host
+from hloscan.cli.check import load_all
+from hloscan.cli.main import config_options, family_flags, settings
+from hloscan.lint.scan import scan
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Instruction, Module, Shape
 from hloscan.hlo.layout import physical_bytes
 
@@ -255,20 +259,18 @@ def _fail(message: str) -> None:
 @click.option("--depth", type=click.IntRange(0, 10), default=2, show_default=True, help="Hops for --around.")
 @click.option("--output", "-o", "output", required=True, type=click.Path(dir_okay=False),
               help="OUT.dot, OUT.svg or OUT.png (svg/png need Graphviz `dot`).")
-@click.option("--host-outputs", default=None, help="As for `hloscan check`.")
-def graph_command(path, finding_number, around, depth, output, host_outputs) -> None:
+@config_options
+@family_flags
+def graph_command(path, finding_number, around, depth, output, config_file, no_config, **family_options) -> None:
     """Draw a focused Graphviz diagram: a finding's path, or an instruction's neighbourhood.
 
     Nodes are coloured by memory space (device, host S(5), other), clustered per computation; edges carry
     the value's shape and bytes. The offload start and the offending output are outlined.
     """
-    from hloscan.cli import check_option_values, load_all, scan
-    from hloscan.lint.engine import Selection
-    from hloscan.analyses.host_offload.walk import analyze
-
     if (finding_number is None) == (around is None):
         _fail("give exactly one of --finding N or --around INSTRUCTION")
-    options = check_option_values(None, None, host_outputs)
+    config = settings(config_file, no_config, family_options)
+    host_outputs = config.global_options.get("host_outputs")
     loaded = [f for f in load_all((path,), False)]
     bad = [f for f in loaded if not f.ok]
     if bad:
@@ -277,12 +279,12 @@ def graph_command(path, finding_number, around, depth, output, host_outputs) -> 
     if not modules:
         _fail(f"no HLO module in {path}")
     if finding_number is not None:
-        findings = scan((path,), Selection(), options).findings
+        findings = scan((path,), config, keep_modules=True).findings  # numbered as `hloscan check` numbers them
         if finding_number > len(findings):
             _fail(f"{path} has {len(findings)} finding(s); --finding {finding_number} does not exist")
         finding = findings[finding_number - 1]
         module = next((m for m in modules if m.name == finding.module), modules[0])
-        view = finding_view(module, finding, _host_nodes(analyze(module, options["_global"].get("host_outputs"))))
+        view = finding_view(module, finding, _host_nodes(analyze(module, host_outputs)))
     else:
         module, centre = next(((m, n) for m in modules if (n := find_instruction(m, around)) is not None),
                               (None, None))
@@ -297,5 +299,4 @@ def _host_nodes(analysis) -> set[Node]:
     return {(k[0], k[1]) for k in analysis.host_values}
 
 
-def register(group: click.Group) -> None:
-    group.add_command(graph_command)
+main.add_command(graph_command)

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from hloscan.cli.main import main
 from hloscan.hlo.ir import Module
 from hloscan.hlo.layout import SizeReport, UnsizedShapeError, physical_bytes, size_report
 from hloscan.hlo.loader import load
@@ -175,7 +176,5 @@ def signature_command(path: str, fmt: str) -> None:
     sys.exit(EXIT_CLEAN)
 
 
-def register(group: click.Group) -> None:
-    """Add size, diff, memory and signature to the CLI group."""
-    for command in (size_command, diff_command, memory_command, signature_command):
-        group.add_command(command)
+for _command in (size_command, diff_command, memory_command, signature_command):
+    main.add_command(_command)

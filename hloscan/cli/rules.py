@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from hloscan.cli.main import main
 from hloscan.lint.registry import TOOL_CODES, Check, all_checks, lookup
 
 
@@ -30,14 +31,23 @@ def rule_text(check: type[Check]) -> str:
     lines.append(f"Severity: {check.severity.label}")
     lines.append(f"XLA error: {check.xla_error or 'none'}")
     lines.append(f"Stage: {check.stage}")
-    if check.message:
-        lines.append(f"Message: {check.message}")
+    lines.append(f"Family: {check.family.name} ({check.family.prefix}xx)")
     if check.options:
-        lines.append("Options:")
-        for key, opt in check.options.items():
-            lines.append(f"  {key} ({opt.type.__name__}, default {opt.default!r}): {opt.help}")
+        lines.append("Options ([tool.hloscan.checks." + check.name + "]):")
+        lines += _option_lines(check.options)
+    if check.family.options:
+        lines.append("Run-wide options (top-level config key / flag):")
+        lines += _option_lines(check.family.options, flags=True)
     lines += ["", check.docs()]
     return "\n".join(lines)
+
+
+def _option_lines(options, flags: bool = False) -> list[str]:
+    out = []
+    for key, opt in options.items():
+        flag = f" / --{key.replace('_', '-')}" if flags else ""
+        out.append(f"  {key}{flag} ({opt.type.__name__}, default {opt.default!r}): {opt.help}")
+    return out
 
 
 def tool_code_text(code: str) -> str:
@@ -45,24 +55,24 @@ def tool_code_text(code: str) -> str:
     return f"# {tool.name} ({tool.code})\n\nSeverity: {tool.severity.label}\n\n{tool.summary}"
 
 
-def register(group: click.Group) -> None:
-    @group.command("rules")
-    @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-    def rules_command(fmt: str) -> None:
-        """List every check: code, name, severity, XLA error and summary."""
-        rows = [rule_row(c) for c in all_checks()]
-        click.echo(json.dumps(rows, indent=2) if fmt == "json" else rules_table(rows))
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules_command(fmt: str) -> None:
+    """List every check: code, name, severity, XLA error and summary."""
+    rows = [rule_row(c) for c in all_checks()]
+    click.echo(json.dumps(rows, indent=2) if fmt == "json" else rules_table(rows))
 
-    @group.command("rule")
-    @click.argument("code_or_name")
-    def rule_command(code_or_name: str) -> None:
-        """Show one check's documentation (by code, like HLO201, or name)."""
-        check = lookup(code_or_name)
-        if check is not None:
-            click.echo(rule_text(check))
-            return
-        if code_or_name.upper() in TOOL_CODES:
-            click.echo(tool_code_text(code_or_name.upper()))
-            return
-        click.echo(f"hloscan: unknown rule {code_or_name!r} (see `hloscan rules`)", err=True)
-        sys.exit(2)
+
+@main.command("rule")
+@click.argument("code_or_name")
+def rule_command(code_or_name: str) -> None:
+    """Show one check's documentation (by code, like HLO201, or name)."""
+    check = lookup(code_or_name)
+    if check is not None:
+        click.echo(rule_text(check))
+        return
+    if code_or_name.upper() in TOOL_CODES:
+        click.echo(tool_code_text(code_or_name.upper()))
+        return
+    click.echo(f"hloscan: unknown rule {code_or_name!r} (see `hloscan rules`)", err=True)
+    sys.exit(2)

@@ -10,24 +10,24 @@ import click
 
 from hloscan.analyses.vmem.kernels import Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label, mib
 from hloscan.hlo.loader import LoadedFile, discover, load_file
-from hloscan.analyses.vmem.estimate import GENERATIONS, BlockEstimate
+from hloscan.analyses.vmem.estimate import BlockEstimate
+from hloscan.cli.main import config_options, family_flags, main, settings
 
 EXIT_CLEAN, EXIT_E1001, EXIT_ERROR = 0, 1, 2
 
 
-def register(group: click.Group) -> None:
-    group.add_command(vmem)
-
-
-@click.command()
+@main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--tpu", type=click.Choice(list(GENERATIONS)), default=None,
-              help="TPU generation (default: v5e, reported as assumed).")
-@click.option("--vmem-limit-kib", type=click.IntRange(1), default=None,
-              help="Scoped VMEM limit, as --xla_tpu_scoped_vmem_limit_kib.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def vmem(paths: tuple[str, ...], tpu: str | None, vmem_limit_kib: int | None, fmt: str) -> None:
-    """List every tpu_custom_call kernel with its scoped-VMEM estimate, limit and verdict."""
+@config_options
+@family_flags
+def vmem(paths: tuple[str, ...], fmt: str, config_file: str | None, no_config: bool, **family_options) -> None:
+    """List every tpu_custom_call kernel with its scoped-VMEM estimate, limit and verdict.
+
+    The TPU generation and limit come from the same settings as `hloscan check`: flags, else the config file.
+    """
+    options = settings(config_file, no_config, family_options).global_options
+    tpu, vmem_limit_kib = options.get("tpu"), options.get("vmem_limit_kib")
     rows: list[tuple[str, Kernel]] = []
     errors: list[LoadedFile] = []
     for path, skipped in discover(list(paths)):

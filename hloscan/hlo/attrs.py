@@ -19,21 +19,69 @@ _STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|\'[^\'\\]*+(?:\\
 _ATTR_START = re.compile(r"\s*(?:/\*.*?\*/\s*)*([A-Za-z_][A-Za-z0-9_.\-]*)=", re.S)
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 
+# Attributes that name computations an instruction calls (the graph, validation and analyses read these).
+CALL_ATTRS = ("calls", "to_apply", "body", "condition", "true_computation", "false_computation",
+              "branch_computations", "called_computations", "select", "scatter")
 
-def split_top_level(text: str, sep: str = ",") -> list[str]:
-    """Split at separators outside brackets, braces, parentheses, strings and comments."""
-    parts, depth, start = [], 0, 0
+
+def _structure(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """The one HLO bracket scanner: (depth before the token, token, end) for each bracket and comma
+    outside strings and comments, from `start`. Every split and match of HLO text is built on it."""
+    depth = 0
+    for m in _STRUCTURE.finditer(text, start):
+        ch = m.group()
+        if ch in _OPEN:
+            yield depth, ch, m.end()
+            depth += 1
+        elif ch in ("}", ")", "]"):
+            depth -= 1
+            yield depth, ch, m.end()
+        elif ch == ",":
+            yield depth, ch, m.end()
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets, braces, parentheses, strings and comments."""
+    parts, start = [], 0
+    for depth, ch, end in _structure(text):
+        if ch == "," and depth == 0:
+            parts.append(text[start : end - 1])
+            start = end
+    parts.append(text[start:])
+    return parts
+
+
+def find_top_level(text: str, token: str) -> int | None:
+    """Index of the first `token` outside brackets, strings and comments, or None."""
+    for start, end in _top_level_gaps(text):
+        at = text.find(token, start, end)
+        if at >= 0:
+            return at
+    return None
+
+
+def _top_level_gaps(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of the stretches of text at depth 0 (brackets, strings and comments excluded)."""
+    pos, depth = 0, 0
     for m in _STRUCTURE.finditer(text):
+        if depth == 0:
+            yield pos, m.start()
         ch = m.group()
         if ch in _OPEN:
             depth += 1
         elif ch in ("}", ")", "]"):
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start : m.start()])
-            start = m.end()
-    parts.append(text[start:])
-    return parts
+            depth = max(0, depth - 1)
+        pos = m.end()
+    if depth == 0:
+        yield pos, len(text)
+
+
+def closing_bracket(text: str, open_pos: int) -> int | None:
+    """Index just past the bracket closing the one at `open_pos` (strings and comments skipped), or None."""
+    for depth, ch, end in _structure(text, open_pos):
+        if ch in ("}", ")", "]") and depth == 0:
+            return end
+    return None
 
 
 def strip_comments_and_space(text: str) -> str:
@@ -180,6 +228,3 @@ def parse_frontend_attributes(raw: str | None) -> dict[str, str]:
     return out
 
 
-def parse_shape_index(raw: str) -> tuple[int, ...]:
-    ints = parse_int_list(raw)
-    return tuple(ints or ())

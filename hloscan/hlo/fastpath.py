@@ -8,24 +8,17 @@ caller parses the module with the strict grammar instead, so the fast path never
 
 from __future__ import annotations
 
-import functools
 import re
 
-from hloscan.hlo.attrs import balanced_counts, split_attributes, split_top_level
+from hloscan.hlo.attrs import balanced_counts, closing_bracket, split_attributes, split_top_level
 from hloscan.hlo.ir import Computation, Instruction, Module, Operand, Parameter, Shape, StackFrameTables
 from hloscan.hlo.strict import LITERAL_OPCODES
 from hloscan.hlo.transform import IntegerOutOfRange, hlo_int
+from hloscan.hlo.shapes import parse_shape
 
 
 class FastPathUnsupported(Exception):
     """The text is not in the printer's line form; parse it strictly."""
-
-
-@functools.lru_cache(maxsize=None)
-def parse_shape_cached(text: str) -> Shape:
-    from hloscan.hlo.parser import parse_shape
-
-    return parse_shape(text)
 
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
@@ -53,7 +46,6 @@ _SIMPLE_LINE = re.compile(
 _OPERAND_REF = re.compile(r"%?" + _NAME)
 # Open strings and comments run to the end of the line: a failed match per later quote was quadratic.
 _QUOTED = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:(")|\\?\Z)')
-_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|/\*.*?(?:\*/|\Z)|[(){}\[\]]')
 _TABLE_NAMES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
@@ -73,16 +65,10 @@ def _int(text: str) -> int:
 
 def _closing(text: str, open_pos: int) -> int:
     """Index just past the bracket that closes the one at open_pos (strings and comments skipped)."""
-    depth = 0
-    for m in _STRUCTURE.finditer(text, open_pos):
-        ch = m.group()
-        if ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-            if depth == 0:
-                return m.end()
-    raise FastPathUnsupported("unbalanced brackets")
+    end = closing_bracket(text, open_pos)
+    if end is None:
+        raise FastPathUnsupported("unbalanced brackets")
+    return end
 
 
 def _tail_is_plain(tail: str) -> bool:
@@ -231,8 +217,8 @@ class _LineParser:
                 pname, sep, shape_text = part.strip().partition(":")
                 if not sep or not pname:
                     raise FastPathUnsupported("signature parameter")
-                params.append(Parameter(pname, parse_shape_cached(shape_text.strip())))
-        return tuple(params), parse_shape_cached(rest[2:].strip())
+                params.append(Parameter(pname, parse_shape(shape_text.strip())))
+        return tuple(params), parse_shape(rest[2:].strip())
 
     # ------------------------------------------------------------------ instructions
 
@@ -248,7 +234,7 @@ class _LineParser:
                 literal = inner.strip()
             elif inner:
                 operands = self._simple_operands(inner)
-            return Instruction(name, opcode, parse_shape_cached(shape_text), operands, tail or "", bool(root),
+            return Instruction(name, opcode, parse_shape(shape_text), operands, tail or "", bool(root),
                                literal, number + 1 + self.offset, len(indent) + 1)
         return self._general_instruction(line, number)
 
@@ -281,7 +267,7 @@ class _LineParser:
             if sm is None:
                 raise FastPathUnsupported(f"shape at line {number + 1}")
             shape_end = sm.end()
-        shape = parse_shape_cached(line[pos:shape_end])
+        shape = parse_shape(line[pos:shape_end])
         om = _OPCODE.match(line, shape_end)
         if om is None:
             raise FastPathUnsupported(f"opcode at line {number + 1}")
@@ -323,7 +309,7 @@ class _LineParser:
             if m is None:
                 raise FastPathUnsupported(f"operand at line {number + 1}")
             shape_text = shape_text.strip()
-            shape = parse_shape_cached(shape_text) if shape_text else None
+            shape = parse_shape(shape_text) if shape_text else None
             index = tuple(_int(i) for i in m.group(3).split("#")[1:]) if m.group(3) else ()
             out.append(Operand(m.group(2), shape, index))
         return tuple(out)

@@ -11,17 +11,19 @@ Edges run from producer to consumer with `kind`:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import networkx as nx
 
-from hloscan.hlo.attrs import parse_name_list
-from hloscan.hlo.ir import Computation, Instruction, Module
-from hloscan.hlo.parser import gc_paused
+from hloscan.hlo.attrs import CALL_ATTRS, parse_name_list
+from hloscan.hlo.gcpause import gc_paused
+
+if TYPE_CHECKING:  # types only: ir builds the graph lazily (Module.graph), so graph must not import ir
+    from hloscan.hlo.ir import Computation, Instruction, Module
 
 Node = tuple[str, str]
 
 # Attributes naming computations an instruction calls, and how its operands bind to their parameters.
-_CALL_ATTRS = ("calls", "to_apply", "body", "condition", "true_computation", "false_computation",
-               "branch_computations", "called_computations", "select", "scatter")
 # Applied computations (reductions, comparators) take element values, not the operands themselves.
 _APPLY_ONLY = frozenset({"to_apply", "select", "scatter"})
 _CALLING_OPCODES = frozenset({"fusion", "call", "while", "conditional", "custom-call", "async-start", "map",
@@ -127,7 +129,7 @@ def _may_call(inst: Instruction) -> bool:
 def called_computations(inst: Instruction) -> list[tuple[str, str]]:
     """(attribute, computation name) pairs for every computation this instruction calls."""
     out = []
-    for attr in _CALL_ATTRS:
+    for attr in CALL_ATTRS:
         if attr + "=" in inst.attrs_text:
             out.extend((attr, name) for name in parse_name_list(inst.attr(attr)))
     return out

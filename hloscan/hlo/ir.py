@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterator
 
+from hloscan.hlo.attrs import split_attributes, unquote
+
 # Element types and their widths in bits, as in xla_data.proto (PrimitiveType). `pred` occupies a byte.
 ELEMENT_BITS: dict[str, int] = {
     "pred": 8,
@@ -194,6 +196,17 @@ class Operand:
         return f"{self.shape.to_text()} {ref}" if self.shape is not None else ref
 
 
+def resolve_operand_shape(operand: Operand, producers: "dict[str, Instruction]") -> Shape | None:
+    """An operand's shape: printed (long form), else its producer's in `producers` at its tuple index."""
+    if operand.shape is not None:
+        return operand.shape
+    producer = producers.get(operand.name) if operand.name else None
+    shape = producer.shape if producer is not None else None
+    for k in operand.tuple_index:
+        shape = shape.at((k,)) if shape is not None else None
+    return shape
+
+
 @dataclass(frozen=True, slots=True)
 class Instruction:
     """One HLO instruction.
@@ -219,8 +232,6 @@ class Instruction:
     def attrs(self) -> tuple[tuple[str, str], ...]:
         cached = self._attrs
         if cached is None:
-            from hloscan.hlo.attrs import split_attributes
-
             cached = tuple(split_attributes(self.attrs_text))
             object.__setattr__(self, "_attrs", cached)
         return cached
@@ -251,8 +262,6 @@ class Instruction:
         target = self.attr("custom_call_target")
         if target is None:
             return None
-        from hloscan.hlo.attrs import unquote
-
         return unquote(target)
 
     def to_text(self, percent: bool = True) -> str:
@@ -300,6 +309,13 @@ class Computation:
             if inst.is_root:
                 return inst
         return self.instructions[-1]
+
+    def operand_shape(self, inst: Instruction, pos: int) -> Shape | None:
+        """The shape of operand `pos` of `inst`: printed with the operand, else its producer's (at the
+        operand's `#i` tuple index). None when unknown."""
+        if pos >= len(inst.operands):
+            return None
+        return resolve_operand_shape(inst.operands[pos], self.by_name)
 
     @cached_property
     def parameter_instructions(self) -> dict[int, Instruction]:

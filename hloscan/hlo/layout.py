@@ -317,15 +317,14 @@ def tiles_text(shape: Shape) -> str:
     return text + (f"E({layout.element_size_bits})" if layout.element_size_bits else "")
 
 
-def tuple_table_bytes(shape: Shape, generation: str | None = None) -> int:
-    """Size of a tuple's own pointer-table buffer on TPU (4 bytes per element, rounded per generation).
+def tuple_table_bytes(shape: Shape, granule: int = 32) -> int:
+    """Size of a tuple's own pointer-table buffer on TPU: 4 bytes per element, rounded up to `granule`.
 
-    Measured in the oracle's buffer assignments: 2 or 3 elements -> 32 bytes and 23 -> 96 bytes on
-    v5p/v6e/v7x; 512 bytes on v4/v5e. Unknown generation: the 32-byte rounding.
+    The granule depends on the TPU generation (hloscan.analyses.tpu: 512 bytes on v4/v5e, 32 on
+    v5p/v6e/v7x, measured in the oracle's buffer assignments: 2 or 3 elements -> 32 bytes, 23 -> 96).
     """
     if not shape.is_tuple:
         return 0
-    granule = 512 if generation in ("v4", "v5e", "v5litepod") else 32
     raw = 4 * len(shape.tuple_shapes)
     return -(-raw // granule) * granule if raw else 0
 

@@ -6,85 +6,22 @@ was found, and the offending line with a caret). Nothing from the input is ever 
 
 from __future__ import annotations
 
-import functools
-import gc
 import re
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Iterator
 
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import LarkError
 
+from hloscan.hlo.errors import HloSyntaxError, syntax_error
 from hloscan.hlo.fastpath import FastPathUnsupported, parse_module_fast
-from hloscan.hlo.grammar import parser
-from hloscan.hlo.ir import Module, Shape
+from hloscan.hlo.gcpause import gc_paused
+from hloscan.hlo.ir import Module
+from hloscan.hlo.shapes import parse_fragment, parse_shape
 from hloscan.hlo.strict import parse_module_strict
-from hloscan.hlo.transform import ShapeError, shape_from_tree
+from hloscan.hlo.transform import ShapeError
 from hloscan.hlo.validate import validate_module
 
 # lit-test files hold several modules separated by a line `// -----` (--split-input-file).
 _SPLIT_MARKER = re.compile(r"^[ \t]*// -----[ \t]*\r?$", re.M)
 _HAS_CODE = re.compile(r"^[ \t]*(?!//)\S", re.M)
-
-
-@dataclass
-class HloSyntaxError(Exception):
-    """A parse failure at a 1-based line and column."""
-
-    message: str
-    line: int = 1
-    col: int = 1
-    source_line: str = ""
-    path: str | None = None
-    code: str = "HLO001"
-
-    def __str__(self) -> str:
-        return self.format()
-
-    def format(self) -> str:
-        where = f"{self.path or '<input>'}:{self.line}:{self.col}"
-        text = f"{where}: {self.code} {self.message}"
-        if self.source_line:
-            shown, caret = _excerpt(self.source_line, self.col)
-            text += f"\n  {shown}\n  {caret}"
-        return text
-
-
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _excerpt(line: str, col: int, width: int = 120) -> tuple[str, str]:
-    """The offending line (cut around the column when it is long) and a caret under the column."""
-    # Control characters from the input would be obeyed by the terminal: show them as `?`.
-    line = _CONTROL_CHARS.sub("?", line.replace("\t", " "))
-    start = max(0, col - 1 - width // 2) if len(line) > width else 0
-    shown = line[start : start + width]
-    prefix = "..." if start else ""
-    suffix = "..." if start + width < len(line) else ""
-    caret = " " * (len(prefix) + col - 1 - start) + "^"
-    return prefix + shown + suffix, caret
-
-
-@functools.lru_cache(maxsize=None)
-def parse_shape(text: str) -> Shape:
-    """Parse one shape string such as `bf16[16,1280,40]{2,1,0:T(8,128)(2,1)}`."""
-    try:
-        return shape_from_tree(parser("shape").parse(text))
-    except LarkError as exc:
-        raise syntax_error(exc, text, None) from None
-    except ShapeError as exc:
-        raise HloSyntaxError(exc.message, exc.line, exc.col, text.split("\n")[exc.line - 1]) from None
-
-
-def parse_fragment(text: str, start: str) -> None:
-    """Check a fragment against one of the grammar's start rules (sharding, replica_groups, ...)."""
-    if start == "shape":
-        parse_shape(text)
-        return
-    try:
-        parser(start).parse(text)
-    except LarkError as exc:
-        raise syntax_error(exc, text, None) from None
 
 
 def split_modules(text: str) -> list[tuple[int, str]]:
@@ -97,28 +34,6 @@ def split_modules(text: str) -> list[tuple[int, str]]:
         start = m.end()
     chunks.append((line, text[start:]))
     return [(offset, chunk) for offset, chunk in chunks if _HAS_CODE.search(chunk)]
-
-
-# One-shot processes (the CLI, the benchmark) set this: after a parse, what was built is moved out of
-# the collector's sight (gc.freeze) instead of being walked again by the next collections (a full
-# second on a 48 MB dump). Long-lived processes leave it off, since frozen garbage cycles (networkx's
-# cached views) would never be collected.
-FREEZE_AFTER_BUILD = False
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building big acyclic structures: it otherwise rescans the growing IR
-    again and again, which doubled the time to parse a 48 MB dump."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            if FREEZE_AFTER_BUILD:
-                gc.freeze()
-            gc.enable()
 
 
 def parse_text(text: str, path: str | None = None, strict: bool = False) -> list[Module]:
@@ -190,62 +105,5 @@ def check_nesting(text: str, path: str | None, line_offset: int = 0) -> None:
             depth = max(0, depth - 1)
 
 
-# Readable names for the grammar's terminals in "expected ..." messages.
-_TERMINAL_NAMES = {
-    "PCT_NAME": "%name", "IDENT": "identifier", "ATTR_NAME": "attribute=", "PARAM_NAME": "name:",
-    "INT": "integer", "FLOAT": "number", "STRING": "string", "SQ_STRING": "'string'",
-    "ELEMENT_TYPE": "element type (f32, bf16, ...)", "LAYOUT_OPEN": "{", "BLOB": "{json}",
-    "DXD": "NxM", "PAD": "low_high padding", "DIM_LABELS": "dim labels", "ARROW": "->",
-    "NAN": "nan", "INF": "inf", "TRUE": "true", "FALSE": "false", "QUESTION": "?", "STAR": "*",
-}
-
-
-def _describe_expected(exc: UnexpectedInput, start: str) -> str:
-    expected = getattr(exc, "expected", None) or getattr(exc, "allowed", None) or set()
-    terminals = {t.name: t for t in parser(start).terminals}
-    names = []
-    for name in sorted(expected):
-        if name in _TERMINAL_NAMES:
-            names.append(_TERMINAL_NAMES[name])
-            continue
-        term = terminals.get(name)
-        pattern = getattr(term, "pattern", None)
-        if pattern is not None and pattern.type == "str":
-            names.append(repr(pattern.value))
-        else:
-            names.append(name.lower())
-    names = sorted(set(names))
-    if not names:
-        return ""
-    if len(names) > 8:
-        names = names[:8] + ["..."]
-    return "expected " + (names[0] if len(names) == 1 else "one of " + ", ".join(names))
-
-
-def syntax_error(exc: LarkError, text: str, path: str | None, line_offset: int = 0,
-                 start: str = "hlo_text") -> HloSyntaxError:
-    """Turn a lark exception into an HLO001 error with line, column, expectation and the line itself."""
-    if isinstance(exc, UnexpectedInput):
-        line = getattr(exc, "line", None)
-        col = getattr(exc, "column", None)
-        if isinstance(exc, UnexpectedEOF) or line in (None, -1):
-            line = text.count("\n") + 1
-            col = len(text.rsplit("\n", 1)[-1]) + 1
-            found = "end of input"
-        elif isinstance(exc, UnexpectedToken):
-            found = "end of input" if exc.token.type == "$END" else repr(_short(str(exc.token)))
-        elif isinstance(exc, UnexpectedCharacters):
-            found = repr(_short(text[exc.pos_in_stream : exc.pos_in_stream + 12]))
-        else:
-            found = "unexpected input"
-        expected = _describe_expected(exc, start)
-        message = f"{expected}, found {found}" if expected else f"unexpected {found}"
-        lines = text.split("\n")
-        source = lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
-        return HloSyntaxError(message, line + line_offset, col, source, path)
-    return HloSyntaxError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 1 + line_offset, 1, "", path)
-
-
-def _short(text: str, limit: int = 40) -> str:
-    text = text.split("\n", 1)[0]
-    return text if len(text) <= limit else text[:limit] + "..."
+__all__ = ["HloSyntaxError", "parse_fragment", "parse_module", "parse_shape", "parse_text", "split_modules",
+           "check_nesting"]

@@ -6,10 +6,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from hloscan.hlo.attrs import parse_metadata, split_top_level, strip_comments_and_space
+from hloscan.hlo.attrs import find_top_level, parse_metadata, split_top_level, strip_comments_and_space
 from hloscan.hlo.ir import UNBOUNDED, Instruction, Location, Module, Shape
 from hloscan.hlo.transform import hlo_int
 from hloscan.hlo.layout import memory_space_name, minor_to_major, size_report, tiles_text
+from hloscan.hlo.shapes import parse_shape
 
 ShapeParser = Callable[[str], Shape]
 # Hook for Python source resolution from metadata (stack frames, source_file/line); set by the metadata
@@ -25,8 +26,6 @@ def set_source_resolver(resolver: SourceResolver | None) -> None:
 
 
 def _default_parser() -> ShapeParser:
-    from hloscan.hlo.parser import parse_shape
-
     return parse_shape
 
 
@@ -51,15 +50,10 @@ def parse_computation_layout(raw: str, parse_shape: ShapeParser | None = None) -
 
 def _split_arrow(text: str) -> tuple[str, str]:
     """Split at the `->` that follows the parenthesised parameter list."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and text.startswith("->", i):
-            return text[:i], text[i + 2:]
-    raise ValueError("entry_computation_layout has no `->`")
+    at = find_top_level(text, "->")
+    if at is None:
+        raise ValueError("entry_computation_layout has no `->`")
+    return text[:at], text[at + 2:]
 
 
 _INDEX = r"\{\s*([\d\s,]*)\}"

@@ -130,7 +130,7 @@ class _Builder:
 
     # ------------------------------------------------------------------ instructions
 
-    def instruction(self, node: Tree, allow_anonymous: bool = False) -> Instruction:
+    def instruction(self, node: Tree) -> Instruction:
         is_root = False
         name = None
         shape = None

@@ -6,9 +6,12 @@ import math
 import re
 from typing import Iterable
 
-from hloscan.hlo.attrs import parse_int_list, parse_name_list, split_top_level, unquote
-from hloscan.hlo.ir import Computation, Instruction, Module, Shape
+from hloscan.hlo.attrs import CALL_ATTRS, parse_int_list, parse_name_list, split_top_level, unquote
+from hloscan.hlo.ir import Computation, Instruction, Module, Shape, resolve_operand_shape
 from hloscan.hlo.transform import IntegerOutOfRange, ShapeError, hlo_int
+from hloscan.hlo.errors import HloSyntaxError
+from hloscan.hlo.shapes import parse_shape
+from hloscan.hlo.signature import parse_computation_layout
 
 # §7.1: every opcode XLA knows, in its text spelling.
 KNOWN_OPCODES = frozenset("""
@@ -100,8 +103,6 @@ KNOWN_SPECIFIC_ATTRS = frozenset(set().union(*(a for a, _ in OPCODE_ATTRS.values
 MIN_OPERANDS = {"conditional": 1, "reduce-window": 2, "rng-bit-generator": 1, "dynamic-reshape": 1,
                 "async-update": 1, "async-done": 1, "get-tuple-element": 1, "reshape": 1}
 
-CALL_ATTRS = ("to_apply", "calls", "body", "condition", "branch_computations", "true_computation",
-              "false_computation", "select", "scatter", "called_computations")
 
 API_VERSIONS = frozenset({"API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
                           "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"})
@@ -137,8 +138,6 @@ def validate_module(module: Module, text: str, path: str | None, thorough: bool,
         except ValueError as exc:  # an integer no 64-bit field holds (int() refuses > 4300 digits too)
             raise _huge_integer(text, line_offset, exc) from None
     except _Reject as exc:
-        from hloscan.hlo.parser import HloSyntaxError
-
         lines = text.split("\n")
         index = exc.line - line_offset - 1
         source = lines[index] if 0 <= index < len(lines) else ""
@@ -162,9 +161,6 @@ def _check_entry_layout(module: Module) -> None:
     raw = module.attr("entry_computation_layout")
     if not raw:
         return
-    from hloscan.hlo.parser import HloSyntaxError
-    from hloscan.hlo.signature import parse_computation_layout
-
     try:
         parse_computation_layout(raw)
     except (HloSyntaxError, ValueError) as exc:
@@ -311,14 +307,7 @@ class _Thorough:
     def operand_shape(self, inst: Instruction, i: int) -> Shape | None:
         if i >= len(inst.operands):
             return None
-        op = inst.operands[i]
-        if op.shape is not None:
-            return op.shape
-        target = self.defined.get(op.name) if op.name else None
-        shape = target.shape if target is not None else None
-        for k in op.tuple_index:
-            shape = shape.at((k,)) if shape is not None else None
-        return shape
+        return resolve_operand_shape(inst.operands[i], self.defined)  # only names defined so far
 
     def instruction(self, inst: Instruction) -> None:
         _check_opcode(inst)
@@ -656,8 +645,6 @@ def _check_custom_call(v: _Thorough, inst: Instruction) -> None:
     raw = inst.attr("operand_layout_constraints")
     if raw is None or not raw.startswith("{"):
         return
-    from hloscan.hlo.parser import parse_shape
-
     parts = [p.strip() for p in split_top_level(raw.strip()[1:-1]) if p.strip()]
     if len(parts) != len(inst.operands):
         raise _at(inst, f"Expected {len(inst.operands)} operand layout constraints, {len(parts)} given")

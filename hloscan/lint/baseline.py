@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from hloscan import __version__
+from hloscan.version import __version__
 from hloscan.lint.finding import Finding
 from hloscan.lint.registry import TOOL_CODES
 

@@ -6,19 +6,22 @@ import fnmatch
 import logging
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
 from hloscan.lint.finding import Severity
-from hloscan.lint.registry import REDIRECTS, TOOL_CODES, Check, all_checks, lookup, matches
+from hloscan.lint.registry import REDIRECTS, TOOL_CODES, Check, all_checks, family_options, lookup, matches
 
 log = logging.getLogger(__name__)
 
-TPU_GENERATIONS = ("v4", "v5e", "v5p", "v6e", "v7x")
 CONFIG_FILES = ("hloscan.toml", "pyproject.toml")  # hloscan.toml wins when a folder holds both (as ruff.toml does)
-_TOP_KEYS = ("select", "ignore", "fail_on", "severity", "checks", "per_path_ignores",
-             "tpu", "vmem_limit_kib", "host_outputs")
+# The framework's own keys; the rule families add their run-wide options (tpu, ...) as further top-level keys.
+_LINT_KEYS = ("select", "ignore", "fail_on", "severity", "checks", "per_path_ignores")
+
+
+def top_level_keys() -> tuple[str, ...]:
+    return _LINT_KEYS + tuple(family_options())
 
 
 class ConfigError(ValueError):
@@ -46,6 +49,20 @@ class Config:
     @property
     def root(self) -> Path:
         return self.path.parent if self.path is not None else Path.cwd()
+
+    def merged(self, override: "Config") -> "Config":
+        """This config with `override`'s settings on top, key by key (as command-line flags win over the file)."""
+        return replace(
+            self,
+            select=override.select if override.select is not None else self.select,
+            ignore=override.ignore if override.ignore is not None else self.ignore,
+            fail_on=override.fail_on if override.fail_on is not None else self.fail_on,
+            severity={**self.severity, **override.severity},
+            check_options={k: {**self.check_options.get(k, {}), **override.check_options.get(k, {})}
+                           for k in {*self.check_options, *override.check_options}},
+            global_options={**self.global_options, **override.global_options},
+            per_path_ignores={**self.per_path_ignores, **override.per_path_ignores},
+        )
 
     def options(self) -> dict[str, Any]:
         """The options mapping Context expects: check name -> table, plus run-wide values under `_global`."""
@@ -139,8 +156,9 @@ def parse_config(table: dict[str, Any], prefix: str = "") -> Config:
     for raw_key, value in table.items():
         key = raw_key.replace("-", "_")
         name = prefix + raw_key
-        if key not in _TOP_KEYS:
-            raise ConfigError(name, f"unknown key (expected one of: {', '.join(k.replace('_', '-') for k in _TOP_KEYS)})")
+        if key not in top_level_keys():
+            known = ", ".join(k.replace("_", "-") for k in top_level_keys())
+            raise ConfigError(name, f"unknown key (expected one of: {known})")
         if key in ("select", "ignore"):
             setattr(config, key, parse_selectors(value, name))
         elif key == "fail_on":
@@ -239,25 +257,11 @@ def parse_check_options(check: type[Check], table: dict[str, Any], where: str) -
 
 
 def parse_global_option(key: str, value: Any, where: str) -> Any:
-    """Run-wide values shared by several checks (the same as --tpu, --vmem-limit-kib, --host-outputs)."""
-    if key == "tpu":
-        if value not in TPU_GENERATIONS:
-            raise ConfigError(where, f"must be one of {', '.join(TPU_GENERATIONS)}, got {value!r}")
-        return value
-    if key == "vmem_limit_kib":
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(where, f"must be a positive integer (KiB), got {value!r}")
-        return value
-    if key == "host_outputs":
-        if isinstance(value, str):
-            value = [v for v in value.split(",") if v.strip()]
-        try:
-            if not isinstance(value, list):
-                raise ValueError
-            return tuple(int(v) for v in value if not isinstance(v, bool))
-        except (TypeError, ValueError):
-            raise ConfigError(where, f"must be a list of output indices, got {value!r}") from None
-    raise ConfigError(where, "unknown key")
+    """A rule family's run-wide option (`tpu`, ...: the same as its command-line flag), validated by its declaration."""
+    try:
+        return family_options()[key].coerce(key, value)
+    except ValueError as exc:
+        raise ConfigError(where, str(exc)) from None
 
 
 def _per_path(value: Any, key: str) -> dict[str, tuple[str, ...]]:

@@ -1,9 +1,9 @@
-"""The Context handed to checks: the module, its graph, options, a per-opcode index and source lookup."""
+"""The Context handed to checks: the module, its graph, options, one memo cache and source lookup."""
 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, TypeVar
 
 from hloscan.lint.finding import Severity
 from hloscan.hlo.ir import Computation, Instruction, Location, Module
@@ -11,6 +11,8 @@ from hloscan.hlo.source import source_location
 
 if TYPE_CHECKING:
     from hloscan.lint.registry import Check
+
+T = TypeVar("T")
 
 
 class Context:
@@ -20,6 +22,15 @@ class Context:
         self.path = path
         self.options = options or {}
         self.severities = severities or {}
+        self._memo: dict[Hashable, Any] = {}
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The one per-module cache: checks of a family share an analysis by asking for the same key
+        (e.g. `("vmem", tpu, limit, margin)`); it is computed on first use and lives as long as the module's
+        Context."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     @cached_property
     def graph(self):
@@ -40,11 +51,11 @@ class Context:
             yield from self._by_opcode.get(opcode, ())
 
     def option(self, check: "type[Check] | Check", key: str) -> Any:
-        """A check's option: its own table first, then the run-wide values (--tpu, ...), then the default."""
-        spec = check.options[key]
-        own = self.options.get(check.name, {})
-        if key in own:
-            return own[key]
+        """A check's own option (its config table, else the default), or its family's run-wide option
+        (`--tpu`, the top-level config key, else the default)."""
+        if key in check.options:
+            return self.options.get(check.name, {}).get(key, check.options[key].default)
+        spec = check.family.options[key]
         return self.options.get("_global", {}).get(key, spec.default)
 
     def severity_for(self, check: "type[Check] | Check") -> Severity:

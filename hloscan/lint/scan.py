@@ -9,9 +9,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TextIO
 
-from hloscan.lint.engine import ScanResult, run_checks
+from hloscan.lint.config import Config
+from hloscan.lint.engine import ScanResult, Selection, run_checks, selected_checks
 from hloscan.lint.finding import Finding, Severity
-from hloscan.hlo.loader import LoadedFile, discover, load_file
+from hloscan.hlo.errors import HloSyntaxError
+from hloscan.hlo.loader import LoadedFile, discover, load_file, load_text
 from hloscan.lint.registry import Check, lookup, matches
 from hloscan.lint.stages import plan
 
@@ -35,6 +37,32 @@ class ModuleSummary:
 class Task:
     path: str
     codes: tuple[str, ...]
+
+
+def scan(paths: Iterable[str], config: Config, *, strict: bool = False, jobs: int = 1, progress: TextIO | None = None,
+         keep_modules: bool = False) -> ScanResult:
+    """The one scan path of `hloscan check` and `hloscan.check()`: files and dump folders, each check on the
+    dump stage it declares (see hloscan.lint.stages), in `jobs` worker processes unless `keep_modules`."""
+    checks = selected_checks(Selection(config.select or (), config.ignore or ()))
+    tasks = build_tasks(paths, checks, config.ignored_for)
+    return scan_tasks(tasks, config.options(), config.severity, strict, jobs=jobs, keep_modules=keep_modules,
+                      checks_run=[c.code for c in checks], progress=progress)
+
+
+def scan_text(text: str, config: Config, *, strict: bool = False, path: str = "<text>") -> ScanResult:
+    """`scan` for HLO text in memory (one stage: every selected check runs on it)."""
+    checks = selected_checks(Selection(config.select or (), config.ignore or ()))
+    result = ScanResult(checks_run=[c.code for c in checks])
+    try:
+        modules = load_text(text, path, strict)
+    except HloSyntaxError as exc:
+        result.files.append(LoadedFile(path, [], exc))
+        return result
+    result.files.append(LoadedFile(path, modules, None))
+    for module in modules:
+        result.findings.extend(run_checks(module, path, checks, config.options(), config.severity))
+    result.findings = dedupe(sorted(result.findings, key=Finding.sort_key))
+    return result
 
 
 def default_jobs() -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from hloscan import __version__
+from hloscan.version import __version__
 from hloscan.lint.engine import ScanResult
 from hloscan.lint.finding import Finding, Severity, Span
 from hloscan.lint.registry import TOOL_CODES, Check, all_checks
@@ -30,7 +30,7 @@ def message(text: str) -> dict[str, str]:
 
 def rule_descriptor(check: type[Check]) -> dict[str, Any]:
     docs = check.docs()
-    props: dict[str, Any] = {"tags": [_area(check.code)], "stage": check.stage}
+    props: dict[str, Any] = {"tags": [check.family.name], "stage": check.stage}
     if check.xla_error:
         props["xla_error"] = check.xla_error
     return {
@@ -54,10 +54,6 @@ def tool_descriptor(code: str) -> dict[str, Any]:
         "defaultConfiguration": {"level": LEVELS[tool.severity]},
         "properties": {"tags": ["tool"]},
     }
-
-
-def _area(code: str) -> str:
-    return {"0": "input", "1": "host-offload", "2": "memory", "3": "layout", "9": "tool"}.get(code[3], "other")
 
 
 # ---------------------------------------------------------------------- locations

@@ -10,6 +10,7 @@ from hloscan.lint import registry
 from hloscan.cli import main
 from hloscan.lint.finding import Severity
 from hloscan.lint.registry import Check
+from _lint_check import ENGINE_TEST_FAMILY
 
 from .seeds import BUILTIN
 
@@ -32,6 +33,7 @@ class _CrashOnOneModule(Check):
     code = "HLO999"
     name = "fuzz-crash-on-one-module"
     severity = Severity.ERROR
+    family = ENGINE_TEST_FAMILY
 
     def run(self, ctx):
         if ctx.module.name == VICTIM:

@@ -23,6 +23,7 @@ from typing import Iterable, Iterator
 from hloscan.hlo.attrs import parse_frontend_attributes, parse_int_list, parse_name_list
 from hloscan.hlo.graph import called_computations
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Computation, Instruction, Module, Shape
+from hloscan.hlo.signature import parse_computation_layout
 
 log = logging.getLogger(__name__)
 
@@ -176,15 +177,7 @@ class _Index:
         return self.comps[comp].by_name[name]
 
     def operand_shape(self, comp: str, inst: Instruction, pos: int = 0) -> Shape | None:
-        operand = inst.operands[pos] if pos < len(inst.operands) else None
-        if operand is None:
-            return None
-        if operand.shape is not None:
-            return operand.shape
-        producer = self.comps[comp].by_name.get(operand.name or "")
-        if producer is None or producer.shape is None:
-            return None
-        return producer.shape.at(operand.tuple_index) if operand.tuple_index else producer.shape
+        return self.comps[comp].operand_shape(inst, pos)
 
     # -- declared outputs
 
@@ -238,8 +231,6 @@ def _entry_layout(module: Module) -> tuple[list[Shape], Shape] | None:
     raw = module.attr("entry_computation_layout")
     if not raw:
         return None
-    from hloscan.hlo.signature import parse_computation_layout
-
     try:
         return parse_computation_layout(raw)
     except Exception:  # noqa: BLE001 - a malformed header means "no layout", as for a dump without one
@@ -636,21 +627,6 @@ def post_order(comp: Computation, ix: _Index | None = None) -> list[Instruction]
                 preds += [by_name[n] for n in parse_name_list(node.attr("control-predecessors")) if n in by_name]
                 stack.extend(p for p in reversed(preds) if state.get(p.name) is None)
     return order
-
-
-_CACHE: dict[tuple[int, tuple[int, ...] | None], tuple[Module, HostOffloadAnalysis]] = {}
-
-
-def cached_analysis(module: Module, host_outputs: Iterable[int] | None = None) -> HostOffloadAnalysis:
-    """`analyze`, shared by the checks that run on the same module object (keyed by identity)."""
-    outputs = None if host_outputs is None else tuple(sorted(host_outputs))
-    key = (id(module), outputs)
-    hit = _CACHE.get(key)
-    if hit is None or hit[0] is not module:
-        if len(_CACHE) > 8:
-            _CACHE.clear()
-        hit = _CACHE[key] = (module, analyze(module, outputs))
-    return hit[1]
 
 
 # ----------------------------------------------------------------------------------------------------

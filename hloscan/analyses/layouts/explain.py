@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from hloscan.hlo.attrs import closing_bracket
 from hloscan.hlo.ir import Layout, Shape
 from hloscan.hlo.layout import (
     DimPadding,
@@ -17,6 +18,7 @@ from hloscan.hlo.layout import (
     tilings_for_size,
     with_layout,
 )
+from hloscan.hlo.shapes import parse_shape
 
 ShapeParser = Callable[[str], Shape]
 
@@ -146,23 +148,10 @@ class RawMessage:
     got_shape: str | None
 
 
-def _balanced_paren(text: str, start: int) -> int | None:
-    """Index just past the `)` closing the `(` at `start`, or None when unbalanced."""
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
-
-
 def _paren_body(text: str, m: re.Match, group: str) -> tuple[str | None, int]:
     if m.group(group) is None:
         return None, m.end()
-    end = _balanced_paren(text, m.start(group))
+    end = closing_bracket(text, m.start(group))
     if end is None:
         return None, m.end()
     return text[m.start(group) + 1 : end - 1].strip(), end
@@ -191,8 +180,6 @@ def is_e0102(text: str) -> bool:
 
 
 def _default_parser() -> ShapeParser:
-    from hloscan.hlo.parser import parse_shape  # the parser module is optional until it lands
-
     return parse_shape
 
 
@@ -245,10 +232,6 @@ def _minor_most(shape: Shape) -> str:
     if not order:
         return "a scalar"
     return f"minor-most dim {order[0]} (size {shape.dims[order[0]]})"
-
-
-def _layout_text(shape: Shape) -> str:
-    return shape.layout.to_text() if shape.layout is not None else "{} (no layout printed)"
 
 
 def differences(expected: Shape, got: Shape) -> list[Difference]:

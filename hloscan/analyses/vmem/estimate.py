@@ -9,56 +9,12 @@ from typing import Any, Iterable, Sequence
 
 from hloscan.hlo.attrs import unquote
 from hloscan.hlo.ir import ELEMENT_BITS, Shape
-from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, read_kernel, type_text
+from hloscan.analyses.tpu import GENERATIONS, KIB, MIB, TpuGeneration, generation
+from hloscan.analyses.vmem.mosaic import read_kernel
+from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, type_text
 
-KIB = 1024
-MIB = 1024 * 1024
 LANES = 128
 DEFAULT_MARGIN = 0.10
-
-
-@dataclass(frozen=True, slots=True)
-class TpuGeneration:
-    """What the estimate needs to know about one TPU generation."""
-
-    name: str
-    default_limit: int  # default scoped-VMEM limit per instruction
-    physical: int  # VMEM usable by one kernel (what "Used X of Y vmem" reports as Y)
-    scratch_capacity: int  # bound for separate scratch-operand allocations ("would exceed memory")
-    cores: int  # TensorCores per chip visible to one program
-    scoped_limit_check: bool  # False on v4: the physical VMEM check fires first (no E1001)
-    # Oracle: a (rows, 1) f32 block (row-reduction output) takes only a few KiB on v5e/v6e but the full
-    # (rows, 128)-lane tiles on v4, v5p and v7x.
-    compact_columns: bool = True
-    # Oracle (v4 only): 8-bit elementwise kernels (extsi/extf to 32 bits) get a 32-bit copy of the
-    # output block per buffer as compiler-internal scratch; v5e..v7x measured none.
-    upcast_8bit_scratch: bool = False
-
-
-# Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
-# "Used 64.00M of 63.94M vmem" bounds scoped use, yet a 64 MiB scratch operand compiled, so its
-# scratch capacity is larger; 96 MiB is the figure jax's pipelining doc gives (tpu_info says 64).
-GENERATIONS: dict[str, TpuGeneration] = {
-    "v4": TpuGeneration("v4", 16 * MIB, 16 * MIB, 16 * MIB, 1, False, compact_columns=False,
-                        upcast_8bit_scratch=True),
-    "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True),
-    "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False),
-    "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True),
-    "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False),
-}
-_ALIASES = {
-    "v5litepod": "v5e", "v5lite": "v5e", "v5": "v5p", "v6": "v6e", "trillium": "v6e", "v6lite": "v6e",
-    "tpu7x": "v7x", "v7": "v7x", "tpu7": "v7x", "ironwood": "v7x", "v4i": "v4",
-}
-
-
-def generation(tpu: str) -> TpuGeneration:
-    """Look up a generation by short name (`v5e`, `tpu7x`, ...); raises ValueError when unknown."""
-    key = tpu.strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in GENERATIONS:
-        raise ValueError(f"unknown TPU generation {tpu!r} (known: {', '.join(GENERATIONS)})")
-    return GENERATIONS[key]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -700,13 +656,3 @@ def estimate_kernel(
     )
 
 
-def is_tpu_custom_call(target: str | None) -> bool:
-    return target == "tpu_custom_call"
-
-
-def estimate_instructions(items: Iterable[tuple[str, str | None, Sequence[Shape | None], Shape | None]], *,
-                          tpu: str, vmem_limit_kib: int | None = None,
-                          margin: float = DEFAULT_MARGIN) -> list[KernelEstimate]:
-    """Estimate several kernels given (instruction name, backend_config, operand shapes, result shape)."""
-    return [estimate_kernel(cfg, ops, res, tpu=tpu, vmem_limit_kib=vmem_limit_kib, instruction_name=name,
-                            margin=margin) for name, cfg, ops, res in items]

@@ -7,10 +7,12 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
+from hloscan.analyses.tpu import GENERATIONS, KIB, MIB
+from hloscan.analyses.vmem.estimate import parse_backend_config
 from hloscan.hlo.attrs import parse_metadata
 from hloscan.hlo.ir import Instruction, Module
+from hloscan.hlo.source import source_location
 
-KIB, MIB = 1024, 1024 * 1024
 _UNITS = {"": 1, "B": 1, "K": KIB, "M": MIB, "G": 1024 * MIB, "T": 1024 * 1024 * MIB}
 
 # XLA prints sizes with HumanReadableNumBytes: "17.00M", "340.0K", "512B" (binary units).
@@ -27,8 +29,8 @@ _TRAILING_KERNEL = re.compile(r"(?:\]|spill slots in HLO)\s*::\s*(?P<kernel>[\w.
 # "Largest program allocations in vmem" entries of the capacity form: size, then Tag or XLA label.
 _LARGEST = re.compile(r"^\s*\d+\. Size: (?P<size>\S+)(?P<body>(?:\n(?!\s*\d+\. Size:).*)*)", re.M)
 _LABEL = re.compile(r"^\s*(?:Tag|XLA label): (?P<label>.*)$", re.M)
-# Physical Vmem sizes XLA reports as capacity (v4; v5p; v7x; v5e/v6e): raising scoped limits cannot pass them.
-_PHYSICAL = (16 * 1024 * 1024, (64 * 1024 - 64) * 1024, 64 * 1024 * 1024, (128 * 1024 - 64) * 1024)
+# Physical Vmem sizes XLA reports as capacity: raising scoped limits cannot pass them.
+_PHYSICAL = frozenset(g.physical for g in GENERATIONS.values())
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,6 @@ def _find_instruction(modules: Iterable[Module], name: str | None) -> tuple[Modu
 
 def _configured_limit(inst: Instruction) -> int | None:
     """`vmem_limit_bytes` as serialised into backend_config's scoped_memory_configs (memory space 1)."""
-    from hloscan.analyses.vmem.estimate import parse_backend_config  # imported here: vmem pulls in the Mosaic reader
-
     try:
         entries = parse_backend_config(inst.attr("backend_config")).get("scoped_memory_configs")
     except ValueError:  # a malformed backend_config only means "limit unknown"
@@ -162,8 +162,6 @@ def _configured_limit(inst: Instruction) -> int | None:
 
 
 def _from_dump(modules: list[Module] | None, name: str | None) -> tuple[str | None, int | None, list[str]]:
-    from hloscan.hlo.source import source_location
-
     if not modules or not name:
         return None, None, []
     hit = _find_instruction(modules, name)
@@ -185,8 +183,6 @@ def _mib(n: int) -> str:
 
 def _fits_on(size: int) -> list[str]:
     """TPU generations whose physical Vmem per core could hold `size` bytes of scoped allocations."""
-    from hloscan.analyses.vmem.estimate import GENERATIONS
-
     return [g.name for g in GENERATIONS.values() if size <= g.physical]
 
 
@@ -226,7 +222,7 @@ def _notes(e: E1001Explanation) -> list[str]:
         out.append(f"the message rounds sizes: the real size is {e.size_bytes} +- {e.tolerance_bytes} bytes")
     if e.configured_limit_bytes and e.configured_limit_bytes == e.limit_bytes:
         out.append("the limit is the kernel's own vmem_limit_bytes (the dump's scoped_memory_configs)")
-    elif e.form == "scoped" and e.limit_bytes in (16 * MIB, 32 * MIB):
+    elif e.form == "scoped" and e.limit_bytes in {g.default_limit for g in GENERATIONS.values()}:
         out.append(f"{_mib(e.limit_bytes)} is the default scoped limit (16 MiB up to v5p, 32 MiB on v6e and later)")
     if e.form == "allocation" and e.tag:
         out.append(f"allocation: {e.tag}")

@@ -1,27 +1,14 @@
-"""Shared scoped-VMEM estimates for the HLO20x checks and `hloscan vmem`, computed once per module."""
+"""Every kernel of a module with its scoped-VMEM estimate, and their wording: shared by the HLO2xx checks and
+`hloscan vmem`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
+from hloscan.analyses.tpu import DEFAULT_TPU, MIB
+from hloscan.analyses.vmem.estimate import DEFAULT_MARGIN, BlockEstimate, KernelEstimate, estimate_kernel
 from hloscan.hlo.ir import Computation, Instruction, Module
-from hloscan.lint.registry import Option
-from hloscan.analyses.vmem.estimate import DEFAULT_MARGIN, GENERATIONS, MIB, BlockEstimate, KernelEstimate, estimate_kernel
-
-if TYPE_CHECKING:
-    from hloscan.lint.context import Context
-    from hloscan.lint.registry import Check
-
-# Without --tpu we assume the most common Pallas target; findings say so because limits differ 2x.
-DEFAULT_TPU = "v5e"
-CUSTOM_CALL = frozenset({"custom-call"})
-
-# Options every VMEM check declares so ctx.option() can pick up the run-wide --tpu/--vmem-limit-kib.
-TPU_OPTIONS: dict[str, Option] = {
-    "tpu": Option(str, None, "TPU generation (default: v5e, assumed).", tuple(GENERATIONS)),
-    "vmem_limit_kib": Option(int, None, "Scoped VMEM limit in KiB, as --xla_tpu_scoped_vmem_limit_kib."),
-}
 
 
 @dataclass(frozen=True)
@@ -45,21 +32,11 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
     """Every tpu_custom_call of the module with its estimate; tpu None means v5e, assumed."""
     out = []
     for comp, inst in tpu_custom_calls(module):
-        operands = [op.shape or comp.by_name[op.name].shape for op in inst.operands]
+        operands = [comp.operand_shape(inst, pos) for pos in range(len(inst.operands))]
         est = estimate_kernel(inst.attr("backend_config"), operands, inst.shape, tpu=tpu or DEFAULT_TPU,
                               vmem_limit_kib=vmem_limit_kib, instruction_name=inst.name, margin=margin)
         out.append(Kernel(comp, inst, est, tpu is None))
     return out
-
-
-def context_kernels(ctx: "Context", check: "type[Check] | Check", margin: float = DEFAULT_MARGIN) -> list[Kernel]:
-    """estimate_module for the check's settings, cached on the Context so four checks estimate once."""
-    tpu, limit = ctx.option(check, "tpu"), ctx.option(check, "vmem_limit_kib")
-    cache: dict[tuple, list[Kernel]] = ctx.__dict__.setdefault("_vmem_estimates", {})
-    key = (tpu, limit, margin)
-    if key not in cache:
-        cache[key] = estimate_module(ctx.module, tpu, limit, margin)
-    return cache[key]
 
 
 # ------------------------------------------------------------------------------------------ wording

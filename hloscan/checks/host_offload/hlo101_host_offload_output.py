@@ -7,8 +7,9 @@ from typing import Iterator
 
 from hloscan.lint.context import Context
 from hloscan.lint.finding import Finding, Related, Severity, SourceLocation, Span
-from hloscan.analyses.host_offload.walk import OutputHit, Step, cached_analysis, xla_names
-from hloscan.lint.registry import Check, Option, register
+from hloscan.analyses.host_offload.walk import OutputHit, Step, xla_names
+from hloscan.checks.host_offload import HOST_OFFLOAD, context_analysis
+from hloscan.lint.registry import Check, register
 
 HINT = ("declare output {n} in host memory (jax: out_shardings=...with_memory_kind(\"pinned_host\"), i.e. S(5) in "
         "the result layout), or move the value back to device before returning it "
@@ -87,13 +88,10 @@ class HostOffloadOutputMismatch(Check):
     name = "host-offload-output-mismatch"
     severity = Severity.ERROR
     xla_error = "E1200"
-    message = "output {output} holds a tensor moved to host (starting from {start}) but is declared {layout}"
-    options = {
-        "host_outputs": Option(tuple, None, "Flat entry output numbers declared in host memory."),
-    }
+    family = HOST_OFFLOAD
 
     def run(self, ctx: Context) -> Iterator[Finding]:
-        analysis = cached_analysis(ctx.module, ctx.option(self, "host_outputs"))
+        analysis = context_analysis(ctx, self)
         first = analysis.first_mismatch
         names = xla_names(ctx.module) if analysis.mismatches else {}
         for hit in analysis.mismatches:

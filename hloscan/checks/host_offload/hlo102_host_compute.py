@@ -8,10 +8,10 @@ from hloscan.hlo.attrs import parse_frontend_attributes
 from hloscan.lint.context import Context
 from hloscan.lint.finding import Finding, Related, Severity, Span
 from hloscan.hlo.graph import called_computations
-from hloscan.analyses.host_offload.walk import HostOffloadAnalysis, Key, cached_analysis
+from hloscan.analyses.host_offload.walk import HostOffloadAnalysis, Key
+from hloscan.checks.host_offload import HOST_OFFLOAD, context_analysis
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Computation, Instruction, Module
 from hloscan.lint.registry import Check, register
-from hloscan.checks.host_offload.hlo101_host_offload_output import HostOffloadOutputMismatch
 
 # Data movement and layout ops: legal on host memory (or moved out by HostOffloadLegalize), not compute.
 _NOT_COMPUTE = frozenset({
@@ -75,11 +75,10 @@ class ComputeOnHostValue(Check):
     code = "HLO102"
     name = "compute-on-host-value"
     severity = Severity.WARNING
-    message = "{opcode} computes on host-memory value {operand}"
+    family = HOST_OFFLOAD
 
     def run(self, ctx: Context) -> Iterator[Finding]:
-        # Same key as HLO101 so both checks share one replay of the walks.
-        analysis = cached_analysis(ctx.module, ctx.option(HostOffloadOutputMismatch, "host_outputs"))
+        analysis = context_analysis(ctx, self)  # shared with HLO101
         deliberate = _host_computations(ctx.module)
         seen: set[tuple[str, str]] = set()
         for comp, inst, operand, origin in _candidates(ctx.module, analysis):
@@ -116,20 +115,10 @@ def _candidates(module: Module, analysis: HostOffloadAnalysis):
             if inst.opcode in _NOT_COMPUTE:
                 continue
             for pos, operand in enumerate(inst.operands):
-                shape = _operand_shape(comp, inst, pos)
+                shape = comp.operand_shape(inst, pos)
                 if shape is not None and any(l.memory_space == HOST_MEMORY_SPACE for _, l in shape.leaves()):
                     yield comp, inst, operand.name or "?", None
                     break
-
-
-def _operand_shape(comp: Computation, inst: Instruction, pos: int):
-    operand = inst.operands[pos]
-    if operand.shape is not None:
-        return operand.shape
-    producer = comp.by_name.get(operand.name or "")
-    if producer is None or producer.shape is None:
-        return None
-    return producer.shape.at(operand.tuple_index) if operand.tuple_index else producer.shape
 
 
 def _origin(module: Module, analysis: HostOffloadAnalysis, key: Key) -> Instruction | None:

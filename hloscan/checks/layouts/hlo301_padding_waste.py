@@ -9,10 +9,11 @@ from hloscan.lint.finding import Finding, Severity
 from hloscan.hlo.ir import Layout, Shape
 from hloscan.hlo.layout import default_tiling, minor_to_major, padding, physical_bytes, with_layout
 from hloscan.analyses.layouts.memory_report import human_bytes
+from hloscan.analyses.tpu import MIB
+from hloscan.checks.layouts import LAYOUTS
 from hloscan.lint.registry import Check, Option, register
 from hloscan.hlo.signature import SignatureEntry, module_signature
 
-MIB = 1024 * 1024
 
 
 @register
@@ -65,6 +66,7 @@ class TiledPaddingWaste(Check):
     code = "HLO301"
     name = "tiled-padding-waste"
     severity = Severity.NOTE
+    family = LAYOUTS
     options = {
         "threshold": Option(float, 0.5, "Share of the physical size that must be padding."),
         "min_bytes": Option(int, MIB, "Fewest padding bytes worth a finding."),

@@ -7,9 +7,10 @@ from typing import Iterator
 
 from hloscan.lint.finding import Finding, Severity
 from hloscan.lint.registry import Check, register
-from hloscan.analyses.vmem.estimate import MIB
-from hloscan.analyses.vmem.kernels import (CUSTOM_CALL, TPU_OPTIONS, context_kernels, estimate_json, figure_label, hint_text,
+from hloscan.analyses.tpu import MIB
+from hloscan.analyses.vmem.kernels import (estimate_json, figure_label, hint_text,
                            limit_label, mib, tpu_label)
+from hloscan.checks.vmem import VMEM, context_kernels
 from hloscan.checks.vmem.examples import fenced, matmul_module
 
 
@@ -48,8 +49,7 @@ class ScopedVmemExceedsLimit(Check):
     name = "scoped-vmem-exceeds-limit"
     severity = Severity.ERROR
     xla_error = "E1001"
-    opcodes = CUSTOM_CALL
-    options = dict(TPU_OPTIONS)
+    family = VMEM
     stage = "after_codegen"
 
     def run(self, ctx) -> Iterator[Finding]:

@@ -6,9 +6,11 @@ from typing import Iterator
 
 from hloscan.lint.finding import Finding, Severity
 from hloscan.lint.registry import Check, Option, register
-from hloscan.analyses.vmem.estimate import DEFAULT_MARGIN, MIB
-from hloscan.analyses.vmem.kernels import (CUSTOM_CALL, TPU_OPTIONS, context_kernels, estimate_json, figure_label, hint_text,
+from hloscan.analyses.tpu import MIB
+from hloscan.analyses.vmem.estimate import DEFAULT_MARGIN
+from hloscan.analyses.vmem.kernels import (estimate_json, figure_label, hint_text,
                            limit_label, mib)
+from hloscan.checks.vmem import VMEM, context_kernels
 from hloscan.checks.vmem.examples import fenced, matmul_module
 
 
@@ -41,8 +43,8 @@ class ScopedVmemTight(Check):
     code = "HLO202"
     name = "scoped-vmem-tight"
     severity = Severity.WARNING
-    opcodes = CUSTOM_CALL
-    options = {**TPU_OPTIONS, "margin": Option(float, DEFAULT_MARGIN, "Share of the limit that must stay free.")}
+    family = VMEM
+    options = {"margin": Option(float, DEFAULT_MARGIN, "Share of the limit that must stay free.")}
     stage = "after_codegen"
 
     def run(self, ctx) -> Iterator[Finding]:

@@ -1217,18 +1217,8 @@ def _mosaic_version(module: Module) -> int | None:
     return None
 
 
-def read_kernel(body: str | bytes) -> MosaicKernel:
-    """Decode a base64 `custom_call_config.body` (or raw bytecode bytes) into a MosaicKernel."""
-    data = body if isinstance(body, (bytes, bytearray)) and bytes(body[:4]) == MAGIC else decode_body(body)
-    if bytes(data[:4]) != MAGIC:
-        # Mosaic also takes kernels as MLIR text (real TPU dumps carry some); read those with the text reader.
-        from hloscan.analyses.vmem.mosaic.text import looks_like_mlir_text, read_kernel_text
-
-        if looks_like_mlir_text(bytes(data)):
-            try:
-                return read_kernel_text(bytes(data).decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                raise BytecodeError(f"kernel body is neither MLIR bytecode nor UTF-8 text: {exc}") from exc
+def read_kernel_bytecode(data: bytes) -> MosaicKernel:
+    """Decode MLIR bytecode (starting with the `ML\\xefR` magic) into a MosaicKernel."""
     module = read_module(data)
     try:
         return kernel_from_module(module)

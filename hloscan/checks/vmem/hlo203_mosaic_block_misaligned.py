@@ -6,7 +6,7 @@ from typing import Iterator
 
 from hloscan.lint.finding import Finding, Severity
 from hloscan.lint.registry import Check, register
-from hloscan.analyses.vmem.kernels import CUSTOM_CALL, TPU_OPTIONS, context_kernels
+from hloscan.checks.vmem import VMEM, context_kernels
 from hloscan.checks.vmem.examples import EW_F32_BLOCK_400x300, EW_INT8_BLOCK_400x300, elementwise_module, fenced
 
 
@@ -39,8 +39,7 @@ class MosaicBlockMisaligned(Check):
     name = "mosaic-block-misaligned"
     severity = Severity.ERROR
     xla_error = "E2002"
-    opcodes = CUSTOM_CALL
-    options = dict(TPU_OPTIONS)
+    family = VMEM
 
     def run(self, ctx) -> Iterator[Finding]:
         for kernel in context_kernels(ctx, self):

@@ -6,7 +6,8 @@ from typing import Iterator
 
 from hloscan.lint.finding import Finding, Severity
 from hloscan.lint.registry import Check, register
-from hloscan.analyses.vmem.kernels import CUSTOM_CALL, TPU_OPTIONS, context_kernels, mib
+from hloscan.analyses.vmem.kernels import mib
+from hloscan.checks.vmem import VMEM, context_kernels
 from hloscan.checks.vmem.examples import EW_F32_BLOCK_400x300, elementwise_module, fenced
 
 
@@ -35,8 +36,7 @@ class MosaicBodyUndecodable(Check):
     code = "HLO204"
     name = "mosaic-body-undecodable"
     severity = Severity.NOTE
-    opcodes = CUSTOM_CALL
-    options = dict(TPU_OPTIONS)
+    family = VMEM
 
     def run(self, ctx) -> Iterator[Finding]:
         for kernel in context_kernels(ctx, self):

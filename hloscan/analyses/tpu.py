@@ -1,0 +1,70 @@
+"""TPU generation facts: the one table every analysis reads (limits, capacities, buffer rounding).
+
+Figures come from the TPU compiler's own messages and bisections in shared/corpus/tpu-oracle (see its
+README); each field says where it was read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KIB = 1024
+MIB = 1024 * KIB
+
+# Without --tpu the analyses assume the most common Pallas target; findings say so because limits differ 2x.
+DEFAULT_TPU = "v5e"
+
+
+@dataclass(frozen=True, slots=True)
+class TpuGeneration:
+    """What the analyses need to know about one TPU generation."""
+
+    name: str
+    default_limit: int  # default scoped-VMEM limit per instruction
+    physical: int  # VMEM usable by one kernel (what "Used X of Y vmem" reports as Y)
+    scratch_capacity: int  # bound for separate scratch-operand allocations ("would exceed memory")
+    cores: int  # TensorCores per chip visible to one program
+    scoped_limit_check: bool  # False on v4: the physical VMEM check fires first (no E1001)
+    # Oracle: a (rows, 1) f32 block (row-reduction output) takes only a few KiB on v5e/v6e but the full
+    # (rows, 128)-lane tiles on v4, v5p and v7x.
+    compact_columns: bool = True
+    # Oracle (v4 only): 8-bit elementwise kernels (extsi/extf to 32 bits) get a 32-bit copy of the
+    # output block per buffer as compiler-internal scratch; v5e..v7x measured none.
+    upcast_8bit_scratch: bool = False
+    # A tuple's pointer table (4 bytes per element) is rounded up to this many bytes by TPU buffer
+    # assignment: 512 on v4/v5e, 32 on v5p/v6e/v7x (oracle buffer assignments).
+    tuple_table_granule: int = 32
+
+
+# Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
+# "Used 64.00M of 63.94M vmem" bounds scoped use, yet a 64 MiB scratch operand compiled, so its
+# scratch capacity is larger; 96 MiB is the figure jax's pipelining doc gives (tpu_info says 64).
+GENERATIONS: dict[str, TpuGeneration] = {
+    "v4": TpuGeneration("v4", 16 * MIB, 16 * MIB, 16 * MIB, 1, False, compact_columns=False,
+                        upcast_8bit_scratch=True, tuple_table_granule=512),
+    "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True, tuple_table_granule=512),
+    "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False),
+    "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True),
+    "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False),
+}
+
+# Other names users and tools print for the same chips (jax device_kind, Cloud TPU names, libtpu topologies).
+ALIASES = {
+    "v5litepod": "v5e", "v5lite": "v5e", "v5": "v5p", "v6": "v6e", "trillium": "v6e", "v6lite": "v6e",
+    "tpu7x": "v7x", "v7": "v7x", "tpu7": "v7x", "ironwood": "v7x", "v4i": "v4",
+}
+
+
+def canonical_name(tpu: str) -> str | None:
+    """`tpu7x` -> `v7x`, `V5E` -> `v5e`; None when the name is unknown."""
+    key = tpu.strip().lower()
+    key = ALIASES.get(key, key)
+    return key if key in GENERATIONS else None
+
+
+def generation(tpu: str) -> TpuGeneration:
+    """Look up a generation by short name or alias (`v5e`, `tpu7x`, ...); raises ValueError when unknown."""
+    key = canonical_name(tpu)
+    if key is None:
+        raise ValueError(f"unknown TPU generation {tpu!r} (known: {', '.join(GENERATIONS)})")
+    return GENERATIONS[key]
