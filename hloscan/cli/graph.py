@@ -135,16 +135,14 @@ def _legend() -> str:
 
 def finding_view(module: Module, finding, host: set[Node]) -> View:
     view = View(module, host=set(host), title=f"{finding.code} {finding.name}: {finding.message}")
-    path = finding.data.get("path") if finding.data else None
-    if path:
-        steps = [((s["computation"], s["instruction"]), tuple(s["shape_index"])) for s in path]
+    if finding.trace:
+        steps = [((s.computation, s.instruction), s.shape_index) for s in finding.trace]
         for node, _ in steps:
             view.add(node)
         for (a, ia), (b, _) in zip(steps, steps[1:]):
             view.edges.append((a, b, ia))
         _add_producers(module, view, steps[0][0])
-        start = finding.data.get("starting_from_in_dump", finding.data.get("starting_from"))
-        start_comp = finding.data.get("starting_from_computation")
+        start_comp, start = finding.start or (None, None)
         view.start = (start_comp, start) if start_comp else next((n for n, _ in steps if n[1] == start), None)
         view.end = steps[-1][0]
         return view
@@ -154,7 +152,7 @@ def finding_view(module: Module, finding, host: set[Node]) -> View:
         around.title = view.title
         around.end = (comp, finding.instruction)
         around.end_label = f"{finding.code} here"
-        if finding.data and isinstance(finding.data.get("blocks"), list):
+        if finding.data and isinstance(finding.data.get("blocks"), list):  # analyses.vmem.kernels.estimate_json
             _annotate_kernel_blocks(module, around, around.end, finding.data)
         return around
     return view

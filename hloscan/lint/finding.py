@@ -61,6 +61,24 @@ class Related:
 
 
 @dataclass(frozen=True, slots=True)
+class TraceStep:
+    """One instruction on a finding's path (the value at `shape_index` of its result)."""
+
+    computation: str
+    instruction: str
+    shape_index: tuple[int, ...] = ()
+
+
+# The keys of `Finding.data` that the framework itself understands. A check that has a path of instructions
+# to show writes it under TRACE_KEY (a list of {"computation", "instruction", "shape_index", ...}) and may name
+# the instruction its analysis started from under START_KEY / START_COMPUTATION_KEY; the text reporter prints
+# the path and `hloscan graph --finding N` draws it. Every other key is the check's own, for JSON readers.
+TRACE_KEY = "path"
+START_KEY = "starting_from_in_dump"
+START_COMPUTATION_KEY = "starting_from_computation"
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     code: str  # "HLO101"
     name: str  # "host-offload-output-mismatch"
@@ -75,6 +93,21 @@ class Finding:
     source: SourceLocation | None = None
     related: tuple[Related, ...] = ()
     data: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def trace(self) -> tuple[TraceStep, ...]:
+        """The path of instructions the check recorded (empty when it has none)."""
+        steps = self.data.get(TRACE_KEY) if self.data else None
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            return ()
+        return tuple(TraceStep(str(s.get("computation", "?")), str(s.get("instruction", "?")),
+                               tuple(s.get("shape_index") or ())) for s in steps)
+
+    @property
+    def start(self) -> tuple[str | None, str] | None:
+        """(computation or None, instruction) the analysis started from, when the check names one."""
+        name = self.data.get(START_KEY) if self.data else None
+        return None if name is None else (self.data.get(START_COMPUTATION_KEY), str(name))
 
     def key(self) -> tuple[str, int]:
         """What tests compare: the code and the dump line."""

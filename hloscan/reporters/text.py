@@ -6,7 +6,7 @@ import re
 from typing import Any, TextIO
 
 from hloscan.lint.engine import ScanResult
-from hloscan.lint.finding import Severity
+from hloscan.lint.finding import Finding, Severity
 
 _COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.NOTE: "36"}
 
@@ -23,15 +23,14 @@ def _paint(text: str, code: str, colour: bool) -> str:
     return f"\033[{code}m{text}\033[0m" if colour else text
 
 
-def path_line(data: Any, limit: int = 8) -> str | None:
-    """`a -> b{1} -> c` from a finding's data["path"] (dicts with instruction and shape_index), if any."""
-    steps = data.get("path") if hasattr(data, "get") else None
-    if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
+def path_line(finding: Finding, limit: int = 8) -> str | None:
+    """`a -> b{1} -> c` from a finding's trace, if it has one."""
+    if not finding.trace:
         return None
     names = []
-    for step in steps:
-        index = step.get("shape_index") or []
-        names.append(str(step.get("instruction", "?")) + ("{" + ",".join(map(str, index)) + "}" if index else ""))
+    for step in finding.trace:
+        index = step.shape_index
+        names.append(step.instruction + ("{" + ",".join(map(str, index)) + "}" if index else ""))
     if len(names) > limit:
         names = names[: limit // 2] + [f"... {len(names) - limit} more ..."] + names[-(limit // 2) :]
     return " -> ".join(names)
@@ -49,7 +48,7 @@ def render(result: ScanResult, out: TextIO, colour: bool = False) -> None:
             sev = _paint(f.severity.label, _COLOURS[f.severity], colour)
             xla = f" [{f.xla_error}]" if f.xla_error else ""
             out.write(f"{clean(f.span)}: {_paint(f.code, '1', colour)} {sev}{xla}: {clean(f.message)}\n")
-            path = path_line(f.data)
+            path = path_line(f)
             if path:
                 out.write(f"    path: {clean(path)}\n")
             if f.source is not None:

@@ -6,7 +6,8 @@ import dataclasses
 from typing import Iterator
 
 from hloscan.lint.context import Context
-from hloscan.lint.finding import Finding, Related, Severity, SourceLocation, Span
+from hloscan.lint.finding import (START_COMPUTATION_KEY, START_KEY, TRACE_KEY, Finding, Related, Severity,
+                                  SourceLocation, Span)
 from hloscan.analyses.host_offload.walk import OutputHit, Step, xla_names
 from hloscan.checks.host_offload import HOST_OFFLOAD, context_analysis
 from hloscan.lint.registry import Check, register
@@ -129,8 +130,8 @@ def _data(hit: OutputHit, xla_first: bool, names: dict) -> dict:
     return {
         # the name XLA prints: passes before the offloader (call inlining, layout assignment) rename it
         "starting_from": names.get((start.computation, start.instruction), start.instruction),
-        "starting_from_in_dump": start.instruction,
-        "starting_from_computation": hit.offload.start.computation,
+        START_KEY: start.instruction,
+        START_COMPUTATION_KEY: hit.offload.start.computation,
         "offload_kind": hit.offload.kind,
         "origin": hit.offload.origin.instruction,
         "output_index": list(hit.output_index),
@@ -139,7 +140,7 @@ def _data(hit: OutputHit, xla_first: bool, names: dict) -> dict:
         "declared_source": hit.declared.source,
         "memory_space_known": hit.declared.known,
         "xla_reports_this": xla_first,  # XLA stops at the first offending walk
-        "path": [s.to_dict() for s in hit.path],
+        TRACE_KEY: [s.to_dict() for s in hit.path],
     }
 
 
