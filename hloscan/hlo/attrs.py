@@ -18,35 +18,30 @@ _STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|\'[^\'\\]*+(?:\\
                         r'|/\*.*?(?:\*/|\Z)|[{}()\[\],]', re.S)
 _ATTR_START = re.compile(r"\s*(?:/\*.*?\*/\s*)*([A-Za-z_][A-Za-z0-9_.\-]*)=", re.S)
 _OPEN = {"{": "}", "(": ")", "[": "]"}
+_CLOSE = frozenset("})]")
 
 # Attributes that name computations an instruction calls (the graph, validation and analyses read these).
 CALL_ATTRS = ("calls", "to_apply", "body", "condition", "true_computation", "false_computation",
               "branch_computations", "called_computations", "select", "scatter")
 
 
-def _structure(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
-    """The one HLO bracket scanner: (depth before the token, token, end) for each bracket and comma
-    outside strings and comments, from `start`. Every split and match of HLO text is built on it."""
-    depth = 0
-    for m in _STRUCTURE.finditer(text, start):
-        ch = m.group()
-        if ch in _OPEN:
-            yield depth, ch, m.end()
-            depth += 1
-        elif ch in ("}", ")", "]"):
-            depth -= 1
-            yield depth, ch, m.end()
-        elif ch == ",":
-            yield depth, ch, m.end()
+# The one HLO bracket scanner is the _STRUCTURE regex: every split and bracket match of HLO text below walks
+# its tokens (brackets and commas outside strings and comments). The loops stay inline: split_top_level runs
+# on every attribute of a dump, and a shared generator measured 3-5% slower on a whole `check` of a 48 MB dump.
 
 
 def split_top_level(text: str) -> list[str]:
     """Split at commas outside brackets, braces, parentheses, strings and comments."""
-    parts, start = [], 0
-    for depth, ch, end in _structure(text):
-        if ch == "," and depth == 0:
-            parts.append(text[start : end - 1])
-            start = end
+    parts, depth, start = [], 0, 0
+    for m in _STRUCTURE.finditer(text):
+        ch = m.group()
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start : m.start()])
+            start = m.end()
     parts.append(text[start:])
     return parts
 
@@ -69,7 +64,7 @@ def _top_level_gaps(text: str) -> Iterator[tuple[int, int]]:
         ch = m.group()
         if ch in _OPEN:
             depth += 1
-        elif ch in ("}", ")", "]"):
+        elif ch in _CLOSE:
             depth = max(0, depth - 1)
         pos = m.end()
     if depth == 0:
@@ -78,9 +73,15 @@ def _top_level_gaps(text: str) -> Iterator[tuple[int, int]]:
 
 def closing_bracket(text: str, open_pos: int) -> int | None:
     """Index just past the bracket closing the one at `open_pos` (strings and comments skipped), or None."""
-    for depth, ch, end in _structure(text, open_pos):
-        if ch in ("}", ")", "]") and depth == 0:
-            return end
+    depth = 0
+    for m in _STRUCTURE.finditer(text, open_pos):
+        ch = m.group()
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return m.end()
     return None
 
 
