@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import hloscan.checks  # noqa: F401  (registers every check and rule family before flags are generated)
 from hloscan.cli.main import main
+from hloscan.hlo import gcpause
 from hloscan.cli import check, explain, graph, layout, rules, vmem  # noqa: F401,E402  (each adds its commands)
 
 
 def run() -> None:
     """The console-script entry: a one-shot process, so built IR may be frozen (gcpause.FREEZE_AFTER_BUILD)."""
-    from hloscan.hlo import gcpause
-
     gcpause.FREEZE_AFTER_BUILD = True
     main()
 

@@ -7,6 +7,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from hloscan.lint.context import Context
 from hloscan.lint.finding import Finding, Severity, Span
 from hloscan.hlo.ir import Module
 from hloscan.hlo.loader import LoadedFile
@@ -43,8 +44,6 @@ def selected_checks(selection: Selection) -> list[type[Check]]:
 
 def run_checks(module: Module, path: str, checks: Iterable[type[Check]], options: dict[str, Any] | None = None,
                severities: dict[str, Severity] | None = None) -> list[Finding]:
-    from hloscan.lint.context import Context
-
     ctx = Context(module, path, options, severities)
     findings: list[Finding] = []
     for check in checks:
