@@ -1,4 +1,6 @@
-"""Corpus locations for tests: ../shared/corpus beside the checkout; missing data skips, or fails under CI=true."""
+"""Where tests find their data: the checkout (REPO), its fixtures/ (FIXTURES), and ../shared beside the checkout
+(SHARED, CORPUS). Every test reaches these roots from here, so moving a test file never breaks a relative path.
+Missing corpus data skips, or fails under CI=true."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+REPO = Path(__file__).resolve().parents[1]  # this file is tests/corpus.py
+FIXTURES = REPO / "fixtures"
+SHARED = REPO.parent / "shared"
+CORPUS = SHARED / "corpus"
 
 
 def require_path(path: Path) -> Path:

@@ -6,9 +6,7 @@ import os
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from corpus import REPO as ROOT
 
 DUMP = """HloModule wheel_check, entry_computation_layout={(bf16[16,1280,40]{2,1,0:T(8,128)(2,1)})->bf16[16,1280,40]{2,1,0:T(8,128)(2,1)}}
 

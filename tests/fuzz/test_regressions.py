@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+
+from corpus import FIXTURES as FIXTURES_ROOT
 
 from .oracle import run_input
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "fuzz"
+FIXTURES = FIXTURES_ROOT / "fuzz"
 CASES = sorted(FIXTURES.glob("*.hlo"))
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from corpus import FIXTURES as FIXTURES_ROOT
 from hloscan.lint.engine import run_checks
 from hloscan.hlo.loader import load_file
 from hloscan.lint.registry import all_checks
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checks"
+FIXTURES = FIXTURES_ROOT / "checks"
 EXPECT = re.compile(r"//\s*expect:\s*(HLO\d{3})")
 FILES = sorted(p for p in FIXTURES.rglob("*.hlo.txt"))
 

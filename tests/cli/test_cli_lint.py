@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import _lint_check  # noqa: E402
-from hloscan.cli import main  # noqa: E402
-from hloscan.reporters.github import escape_data, escape_property  # noqa: E402
+import _lint_check
+from hloscan.cli import main
+from hloscan.reporters.github import escape_data, escape_property
 
 
 @pytest.fixture

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from click.testing import CliRunner
 
+from corpus import FIXTURES
 from hloscan.cli import main
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "checks" / "HLO201" / "fires_f32_matmul_blocks_18mib.hlo.txt"
+FIXTURE = FIXTURES / "checks" / "HLO201" / "fires_f32_matmul_blocks_18mib.hlo.txt"
 
 
 def test_kernel_graph_labels_blocks_and_total(tmp_path):

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from corpus import FIXTURES
 from hloscan.hlo.parser import parse_module
 from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel
 
-ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "vmem_heldout"
+ROOT = FIXTURES / "vmem_heldout"
 # Regression floors = the shares measured when the fixtures were added (see the printed figures).
 FLOORS = {"tuning": 0.73, "heldout": 0.74}  # measured: 51/69, 37/50 (before the allowances: 27/69, 20/50)
 

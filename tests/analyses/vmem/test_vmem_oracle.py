@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from corpus import CORPUS
 from hloscan.hlo.parser import parse_module
 from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel
 
-CORPUS = Path(__file__).parents[1].parent / "shared" / "corpus"
 VMEM = CORPUS / "tpu-oracle" / "vmem"
 GENERATIONS = ("v4", "v5e", "v5p", "v6e", "v7x")
 # Targets: verdict agreement (E1001 vs not) per generation, and the share of compiled kernels whose

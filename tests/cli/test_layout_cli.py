@@ -15,12 +15,11 @@ from hloscan.lint.engine import Selection, run_checks, selected_checks
 from hloscan.analyses.vmem.explain import explain_e1001, parse_size
 from hloscan.hlo.parser import parse_text
 from messages import SEED, UNTILED_PRINT
-from corpus import require_path as require
+from corpus import CORPUS, FIXTURES as FIXTURES_ROOT, require_path as require
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 LAYOUT = CORPUS / "tpu-oracle" / "layout"
 VMEM = CORPUS / "tpu-oracle" / "vmem"
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checks" / "HLO301"
+FIXTURES = FIXTURES_ROOT / "checks" / "HLO301"
 
 E1001_TEXT = "Scoped allocation with size 17.00M and limit 16.00M exceeded scoped vmem limit by 1.00M"
 

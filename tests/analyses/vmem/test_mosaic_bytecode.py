@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corpus import CORPUS, require_path
+from corpus import CORPUS, FIXTURES as FIXTURES_ROOT, require_path
 from hloscan.analyses.vmem.mosaic import read_kernel
 from hloscan.analyses.vmem.mosaic.bytecode import (
     MAGIC,
@@ -25,7 +25,7 @@ from hloscan.analyses.vmem.mosaic.bytecode import (
     type_text,
 )
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "mosaic"
+FIXTURES = FIXTURES_ROOT / "mosaic"
 VMEM = CORPUS / "tpu-oracle" / "vmem"
 BODY = re.compile(r'"body": ?"([A-Za-z0-9+/=]+)"')
 # In MLIR text the backend_config sits in an attribute string, so its quotes are written \22.

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from corpus import CORPUS, FIXTURES as FIXTURES_ROOT
 from hloscan.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "fixtures" / "checks" / "HLO201"
+FIXTURES = FIXTURES_ROOT / "checks" / "HLO201"
 FIRES = FIXTURES / "fires_f32_matmul_blocks_18mib.hlo.txt"
 QUIET = FIXTURES / "quiet_f32_matmul_blocks_4mib.hlo.txt"
-VMEM = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "tpu-oracle" / "vmem"
+VMEM = CORPUS / "tpu-oracle" / "vmem"
 E1001_CASE = "v5e__mm_float32_512x2048x512"
 KERNEL_KEYS = {"path", "instruction", "name", "grid", "blocks", "estimate_bytes", "kind", "limit_bytes",
                "limit_source", "verdict", "tpu", "tpu_assumed"}

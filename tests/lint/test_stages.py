@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
+import _lint_check
+from hloscan.lint.engine import Selection, selected_checks
+from hloscan.lint.registry import Check
+from hloscan.lint.scan import build_tasks, scan_tasks
+from hloscan.lint.stages import group_files, plan, stage_of
+from corpus import CORPUS, require_path as _need
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import _lint_check  # noqa: E402
-from hloscan.lint.engine import Selection, selected_checks  # noqa: E402
-from hloscan.lint.registry import Check  # noqa: E402
-from hloscan.lint.scan import build_tasks, scan_tasks  # noqa: E402
-from hloscan.lint.stages import group_files, plan, stage_of  # noqa: E402
-from corpus import require_path as _need
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
 def _fake(stage: str) -> type[Check]:

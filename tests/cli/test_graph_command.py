@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from corpus import REPO as ROOT
 from hloscan.cli import main
 from hloscan.cli.graph import dot_quote
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "offload_output.hlo.txt"
 SVG = "{http://www.w3.org/2000/svg}"
 

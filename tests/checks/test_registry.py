@@ -7,20 +7,16 @@ tag as TOML-ish pairs, e.g. ```hlo tpu="v6e" vmem_limit_kib=8192 (shellcheck's v
 from __future__ import annotations
 
 import re
-import sys
 import tomllib
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import _lint_check  # noqa: E402
-from hloscan.lint.engine import run_checks  # noqa: E402
-from hloscan.hlo.loader import load_text  # noqa: E402
-from hloscan.hlo.parser import HloSyntaxError  # noqa: E402
-from hloscan.lint.registry import CODE_RE, NAME_RE, REQUIRED_SECTIONS, TOOL_CODES, all_checks  # noqa: E402
-from hloscan.lint.stages import PREFERENCES  # noqa: E402
+import _lint_check
+from hloscan.lint.engine import run_checks
+from hloscan.hlo.loader import load_text
+from hloscan.hlo.parser import HloSyntaxError
+from hloscan.lint.registry import CODE_RE, NAME_RE, REQUIRED_SECTIONS, TOOL_CODES, all_checks
+from hloscan.lint.stages import PREFERENCES
 
 _BLOCK = re.compile(r"^```hlo(?P<info>[^\n]*)\n(?P<body>.*?)^```\s*$", re.M | re.S)
 CHECKS = all_checks()

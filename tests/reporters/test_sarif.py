@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import io
 import json
-import sys
-from pathlib import Path
 
 import jsonschema
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+import _lint_check
+import hloscan.checks  # noqa: F401  (registers the checks)
+from hloscan.lint.config import Config
+from hloscan.lint.scan import scan
+from hloscan.reporters import sarif
+from corpus import SHARED, require_path as _need
 
-import _lint_check  # noqa: E402
-import hloscan.checks  # noqa: E402,F401  (registers the checks)
-from hloscan.lint.config import Config  # noqa: E402
-from hloscan.lint.scan import scan  # noqa: E402
-from hloscan.reporters import sarif  # noqa: E402
-from corpus import require_path as _need
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 CORPUS = SHARED / "corpus"
 SCHEMA = SHARED / "schemas" / "sarif-schema-2.1.0.json"
 
