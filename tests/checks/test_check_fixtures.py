@@ -135,3 +135,12 @@ def test_generation_dependent_rules_have_fixtures_on_several_generations(check) 
     fires = {_generation(p) for p in files if p.name.startswith("fires_")}
     quiet = {_generation(p) for p in files if p.name.startswith("quiet_")}
     assert len(fires - {DEFAULT_TPU}) >= 2 and len(quiet - {DEFAULT_TPU}) >= 2, (check.code, fires, quiet)
+
+
+@pytest.mark.parametrize("check", [c for c in all_checks() if c.options], ids=lambda c: c.code)
+def test_every_rule_option_is_set_by_some_fixture(check) -> None:
+    """Each option a rule declares changes a verdict in at least one of its fixtures (set in the header)."""
+    set_by_headers = set()
+    for path in (FIXTURES / check.code).glob("*.hlo.txt"):
+        set_by_headers.update(fixture_config(path).check_options.get(check.name, {}))
+    assert set(check.options) <= set_by_headers, f"{check.code}: no fixture sets {set(check.options) - set_by_headers}"
