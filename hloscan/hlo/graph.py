@@ -11,15 +11,13 @@ Edges run from producer to consumer with `kind`:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import networkx as nx
 
 from hloscan.hlo.attrs import CALL_ATTRS, parse_name_list
 from hloscan.hlo.gcpause import gc_paused
 
-if TYPE_CHECKING:  # types only: ir builds the graph lazily (Module.graph), so graph must not import ir
-    from hloscan.hlo.ir import Computation, Instruction, Module
+# Module, Computation and Instruction in the annotations below are hloscan.hlo.ir's, named but not imported:
+# ir builds the graph (Module.graph), so this module must not import ir, not even for type checking.
 
 Node = tuple[str, str]
 

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, TypeVar
+from typing import Any, Callable, Hashable, Iterator, Protocol, TypeVar
 
 from hloscan.lint.finding import Severity
 from hloscan.hlo.ir import Computation, Instruction, Location, Module
 from hloscan.hlo.source import source_location
 
-if TYPE_CHECKING:
-    from hloscan.lint.registry import Check
-
 T = TypeVar("T")
+
+
+class Rule(Protocol):
+    """What the Context reads of a check (class or instance) to resolve its settings. A protocol, because
+    the registry's Check hands itself a Context: context must not import the registry."""
+
+    code: str
+    name: str
+    severity: Severity
+    options: dict[str, Any]
+    family: Any  # hloscan.lint.registry.Family: its `options` are the run-wide ones
 
 
 class Context:
@@ -50,7 +58,7 @@ class Context:
         for opcode in sorted(opcodes):
             yield from self._by_opcode.get(opcode, ())
 
-    def option(self, check: "type[Check] | Check", key: str) -> Any:
+    def option(self, check: "type[Rule] | Rule", key: str) -> Any:
         """A check's own option (its config table, else the default), or its family's run-wide option
         (`--tpu`, the top-level config key, else the default)."""
         if key in check.options:
@@ -58,7 +66,7 @@ class Context:
         spec = check.family.options[key]
         return self.options.get("_global", {}).get(key, spec.default)
 
-    def severity_for(self, check: "type[Check] | Check") -> Severity:
+    def severity_for(self, check: "type[Rule] | Rule") -> Severity:
         return self.severities.get(check.code, check.severity)
 
     def source_of(self, inst: Instruction) -> Location | None:

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
 from hloscan.lint.finding import Finding, Related, Severity, SourceLocation, Span
 
+from hloscan.lint.context import Context
+
 if TYPE_CHECKING:
-    from hloscan.lint.context import Context
     from hloscan.hlo.ir import Computation, Instruction
 
 CODE_RE = re.compile(r"^HLO\d{3}$")
