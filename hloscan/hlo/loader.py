@@ -26,6 +26,9 @@ _NON_MODULE_SUFFIXES = (
 _HLO_SUFFIXES = (".txt", ".hlo", ".hlo.txt")
 _HLO_NAMED_SUFFIXES = (".hlo", ".hlo.txt")
 _HLO_MARKER = re.compile(rb"^\s*(?:HloModule\b|ENTRY\b)", re.M)
+# An instruction line (`%x = f32[2] ...`, `ROOT t = (s32[], ...) tuple(...)`): a bare computation, as XLA's
+# test inputs hold, without a header. HloProto text (`name: "x"`) and pass lists have none.
+_INSTRUCTION_LINE = re.compile(rb"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\(|[a-z][a-z0-9]*\[)", re.M)
 _SNIFF_BYTES = 64 * 1024
 
 
@@ -46,6 +49,7 @@ class LoadedFile:
 SKIP_SIDE_FILE = "not an HLO module (dump side file)"
 SKIP_NOT_HLO_NAME = "not an HLO file name (.hlo, .txt, .hlo.txt, optionally .gz/.xz)"
 SKIP_NO_HEADER = "a .txt file without an HloModule header or ENTRY computation"
+SKIP_NO_HLO_TEXT = "no HloModule header and no HLO instruction line (not HLO text)"
 SKIP_DANGLING = "dangling symlink"
 SKIP_UNREADABLE_DIR = "unreadable folder"
 SKIP_DIR_LINK = "symlink to a folder (not followed)"
@@ -61,7 +65,8 @@ def discover(paths: list[str | Path]) -> list[tuple[str, str | None]]:
     seen: set[str] = set()
     for raw in paths:
         if str(raw) == STDIN:
-            out.append((STDIN, None))
+            out.append((STDIN, SKIP_DUPLICATE if STDIN in seen else None))
+            seen.add(STDIN)
             continue
         path = Path(raw)
         entries = _walk(path) if path.is_dir() else [(str(raw), None)]
@@ -100,16 +105,32 @@ def _skip_reason(path: Path) -> str | None:
     base = name[:-3] if name.endswith((".gz", ".xz")) else name
     if not base.endswith(_HLO_SUFFIXES):
         return SKIP_NOT_HLO_NAME
-    if base.endswith(_HLO_NAMED_SUFFIXES):
-        # `.hlo` files are HLO by name: XLA's test inputs often hold a bare computation with no
-        # HloModule header, which parses as when the file is named on the command line.
-        return None
     try:
         with _open(path) as handle:
             head = handle.read(_SNIFF_BYTES)
     except (OSError, EOFError, lzma.LZMAError):
         return None  # let read_text report it
-    return None if _HLO_MARKER.search(head) else SKIP_NO_HEADER
+    if _HLO_MARKER.search(head):
+        return None
+    if base.endswith(_HLO_NAMED_SUFFIXES):
+        # `.hlo` files are HLO by name: XLA's test inputs often hold a bare computation with no HloModule
+        # header, which parses as when the file is named on the command line.
+        return None if _has_instruction_line(path, head) else SKIP_NO_HLO_TEXT
+    return SKIP_NO_HEADER
+
+
+def _has_instruction_line(path: Path, head: bytes) -> bool:
+    """Whether a header-less `.hlo` file holds an instruction line anywhere (lit tests may open with pages
+    of CHECK comments)."""
+    if _INSTRUCTION_LINE.search(head):
+        return True
+    if len(head) < _SNIFF_BYTES:
+        return False
+    try:
+        with _open(path) as handle:
+            return _INSTRUCTION_LINE.search(handle.read()) is not None
+    except (OSError, EOFError, lzma.LZMAError):
+        return True  # let read_text report it
 
 
 def _open(path: Path):
@@ -124,23 +145,13 @@ def read_text(path: str) -> str:
     """Read and decode one input (`-` is standard input); raises HloSyntaxError (HLO001) for unreadable,
     binary or non-UTF-8 data."""
     if path == STDIN:
-        return decode(_stdin_bytes(), path)
+        return decode(sys.stdin.buffer.read(), path)
     try:
         with _open(Path(path)) as handle:
             data = handle.read()
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise HloSyntaxError(f"cannot read input: {exc}", 1, 1, "", path) from None
     return decode(data, path)
-
-
-_STDIN_DATA: list[bytes] = []
-
-
-def _stdin_bytes() -> bytes:
-    """Standard input, read once (a dump piped in may be asked for by more than one stage)."""
-    if not _STDIN_DATA:
-        _STDIN_DATA.append(sys.stdin.buffer.read())
-    return _STDIN_DATA[0]
 
 
 def decode(data: bytes, path: str | None) -> str:
