@@ -233,3 +233,13 @@ def test_json_and_sarif_carry_summary_version_and_timing(workdir):
     invocation = sarif["runs"][0]["invocations"][0]
     assert invocation["startTimeUtc"].endswith("Z") and invocation["endTimeUtc"] >= invocation["startTimeUtc"]
     assert invocation["properties"]["summary"]["findings"] == 1
+
+
+# ---------------------------------------------------------------------- item 5: README and `explain` agree
+
+
+def test_explain_e0102_names_hlo301_as_related(workdir):
+    result = run("explain", "E0102")
+    assert result.exit_code == 0
+    assert "Related rules" in result.output and "HLO301" in result.output
+    assert "HLO301" not in run("explain", "E1200").output
