@@ -121,7 +121,7 @@ def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config
     if not paths:
         raise click.UsageError("Missing argument 'PATHS...' (a dump, a dump folder, or - for standard input).")
     require_selection(config)
-    if config.path is not None and not quiet:
+    if config.path is not None and fmt == "text" and not quiet:  # machine formats: their stdout only
         click.echo(f"hloscan: using config {printable(str(config.path))}", err=True)
     inputs = collect(paths)
     require_writable(output, "--output", inputs.files)
