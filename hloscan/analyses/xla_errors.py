@@ -88,11 +88,13 @@ def normalize(code: str) -> str | None:
     return text if _CODE_RE.match(text) else None
 
 
-def explain_xla_code(code: str, predicting: Callable[[str], list]) -> str | None:
+def explain_xla_code(code: str, predicting: Callable[[str], list],
+                     related: Callable[[str], list] | None = None) -> str | None:
     """A short explanation of an XLA error code and the hloscan rules that predict it; None if unknown.
 
     `predicting(code)` gives those rules (objects with code, name, summary()): the lint registry's
-    `predicting`, passed in by the command so that analyses never import the lint framework."""
+    `predicting`, passed in by the command so that analyses never import the lint framework. `related(code)`
+    gives the other rules of the families declared for the error (they flag its risk factors)."""
     norm = normalize(code)
     if norm is None:
         return None
@@ -107,6 +109,10 @@ def explain_xla_code(code: str, predicting: Callable[[str], list]) -> str | None
             lines += ["", f"Fix: {entry.fix}"]
     lines += ["", "Predicted by:" if rules else "Predicted by: no hloscan rule (hloscan cannot see this statically)."]
     lines += [f"  {c.code} {c.name}: {c.summary()}  (hloscan rule {c.code})" for c in rules]
+    others = [c for c in (related(norm) if related else []) if c not in rules]
+    if others:
+        lines += ["", "Related rules (same family; they flag risks of this error, not the error itself):"]
+        lines += [f"  {c.code} {c.name}: {c.summary()}  (hloscan rule {c.code})" for c in others]
     if entry:
         lines += ["", f"XLA docs: {entry.url}"]
     return "\n".join(lines)

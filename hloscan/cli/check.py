@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from typing import Any
 
 import click
 
-from hloscan.cli.main import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, config_options, family_flags, main, settings
+from hloscan.cli.main import (EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, colour_option, config_options, config_report,
+                              family_flags, main, require_selection, require_writable, settings, use_colour)
 from hloscan.hlo.loader import LoadedFile, discover, load_file
 from hloscan.lint import baseline
 from hloscan.lint.engine import ScanResult
 from hloscan.lint.finding import Severity
-from hloscan.lint.scan import default_jobs, scan
+from hloscan.lint.files import atomic_write, printable
+from hloscan.lint.scan import collect, default_jobs, scan
 from hloscan.reporters import REPORTERS
+from hloscan.reporters import text as text_reporter
+from hloscan.reporters.text import skipped_summary
 
 
 def load_all(paths: tuple[str, ...], strict: bool) -> list[LoadedFile]:
@@ -34,14 +39,16 @@ def load_all(paths: tuple[str, ...], strict: bool) -> list[LoadedFile]:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Run the full lark grammar over the whole text (validates every attribute).")
 def parse(paths: tuple[str, ...], fmt: str, strict: bool) -> None:
-    """Parse dumps and report their modules, or the first syntax error of each file."""
+    """Parse dumps and report their modules, or the first syntax error of each file (`-` reads standard input)."""
     status = EXIT_CLEAN
+    modules = 0
     for path, skipped in discover(list(paths)):
         if skipped is not None:
             if fmt == "text":
-                click.echo(f"{path}: skipped ({skipped})")
+                click.echo(printable(f"{path}: skipped ({skipped})"))
             continue
         loaded = load_file(path, strict)
+        modules += len(loaded.modules)
         if not loaded.ok:
             status = EXIT_ERROR
         if fmt == "json":
@@ -49,9 +56,13 @@ def parse(paths: tuple[str, ...], fmt: str, strict: bool) -> None:
         elif loaded.ok:
             for module in loaded.modules:
                 comps = len(module.computations)
-                click.echo(f"{path}: module {module.name}: {comps} computation(s), {module.instruction_count} instruction(s)")
+                click.echo(printable(f"{path}: module {module.name}: {comps} computation(s), "
+                                     f"{module.instruction_count} instruction(s)"))
         else:
-            click.echo(loaded.error.format(), err=True)
+            click.echo(printable(loaded.error.format()), err=True)
+    if status == EXIT_CLEAN and modules == 0:
+        click.echo(f"hloscan: nothing parsed: no HLO module in {_paths_label(paths)}", err=True)
+        status = EXIT_ERROR
     sys.exit(status)
 
 
@@ -78,7 +89,7 @@ def _module_json(module) -> dict[str, Any]:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(sorted(REPORTERS)), default="text", show_default=True)
 @click.option("--select", default=None, help="Comma-separated codes, code prefixes (HLO2) or names to run.")
 @click.option("--ignore", default=None, help="Comma-separated codes, code prefixes or names to skip.")
@@ -86,54 +97,99 @@ def _module_json(module) -> dict[str, Any]:
               help="Lowest severity that makes the exit code 1 [default: warning].")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings (still 2 when input could not be analysed).")
 @click.option("--strict", is_flag=True, help="Parse with the full grammar (validates every attribute).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to this file (written whole or not at all; checked before scanning).")
 @config_options
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False), default=None,
               help="Report only findings not accepted in this baseline file.")
 @click.option("--write-baseline", type=click.Path(dir_okay=False), default=None,
               help="Accept all current findings: write them to this baseline file and exit.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
-              help="Worker processes [default: all cores]; 1 scans in this process.")
+              help="Worker processes [default: all cores; never more than the cores or files]; 1 scans in this "
+                   "process.")
+@colour_option
+@click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, progress or notes.")
+@click.option("--show-config", is_flag=True, help="Print the config file and settings in force, then exit.")
 @family_flags
 def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config_file, no_config, baseline_file,
-          write_baseline, jobs, **family_options) -> None:
-    """Run the checks on dumps, dump folders or lit-test files."""
+          write_baseline, jobs, colour, quiet, show_config, **family_options) -> None:
+    """Run the checks on dumps, dump folders or lit-test files (`-` reads standard input)."""
     config = settings(config_file, no_config, family_options, select, ignore)
-    result = scan(paths, config, strict=strict, jobs=jobs or default_jobs(), progress=sys.stderr)
+    if show_config:
+        click.echo(config_report(config))
+        sys.exit(EXIT_CLEAN)
+    if not paths:
+        raise click.UsageError("Missing argument 'PATHS...' (a dump, a dump folder, or - for standard input).")
+    require_selection(config)
+    if config.path is not None and fmt == "text" and not quiet:  # machine formats: their stdout only
+        click.echo(f"hloscan: using config {printable(str(config.path))}", err=True)
+    inputs = collect(paths)
+    require_writable(output, "--output", inputs.files)
+    require_writable(write_baseline, "--write-baseline", inputs.files)
+    result = scan(paths, config, strict=strict, jobs=jobs or default_jobs(), progress=None if quiet else sys.stderr,
+                  inputs=inputs)
     if write_baseline:
         sys.exit(_write_baseline(write_baseline, result))
     if baseline_file:
-        _apply_baseline(baseline_file, result)
-    handle = open(output, "w", encoding="utf-8") if output else sys.stdout
-    try:
-        colour = output is None and fmt == "text" and sys.stdout.isatty()
-        REPORTERS[fmt](result, handle, colour)
-    finally:
-        if output:
-            handle.close()
+        _apply_baseline(baseline_file, result, quiet)
+    render = REPORTERS[fmt]
+    if fmt == "text" and quiet:
+        render = functools.partial(text_reporter.render, summary=False)
+    if output:
+        with atomic_write(output) as handle:
+            render(result, handle, fmt == "text" and use_colour(colour, handle, to_file=True))
+    else:
+        render(result, sys.stdout, fmt == "text" and use_colour(colour, sys.stdout, to_file=False))
+    if result.nothing_analysed:
+        click.echo(f"hloscan: nothing analysed: no HLO module in {_paths_label(paths)}{_skipped_note(result)}",
+                   err=True)
     threshold = Severity.parse(fail_on) if fail_on else (config.fail_on or Severity.WARNING)
     sys.exit(exit_code(result, threshold, exit_zero))
 
 
+def _paths_label(paths: tuple[str, ...]) -> str:
+    shown = ", ".join(printable(p) for p in paths[:3])
+    return shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+
+
+def _skipped_note(result: ScanResult) -> str:
+    return f" ({skipped_summary(result.skipped)})" if result.skipped else ""
+
+
 def _write_baseline(path: str, result: ScanResult) -> int:
+    # A file that did not parse has no findings to accept: say so, or the baseline looks complete.
+    for loaded in result.files:
+        if loaded.error is not None:
+            click.echo(printable(loaded.error.format()), err=True)
+    crashed = [f for f in result.findings if f.code == "HLO900"]
+    for f in crashed:
+        click.echo(printable(f"{f.span}: {f.code} {f.message}"), err=True)
     count = baseline.write(path, result.findings)
-    click.echo(f"hloscan: wrote {count} accepted finding(s) to {path}", err=True)
-    return EXIT_ERROR if result.incomplete else EXIT_CLEAN
+    click.echo(f"hloscan: wrote {count} accepted finding(s) to {printable(path)}", err=True)
+    if result.incomplete:
+        failed = sum(1 for f in result.files if not f.ok)
+        click.echo(f"hloscan: {failed} file(s) could not be parsed and {len(crashed)} check run(s) crashed; "
+                   "their findings are not in the baseline (exit 2)", err=True)
+        return EXIT_ERROR
+    if result.nothing_analysed:
+        click.echo(f"hloscan: nothing analysed: the baseline is empty{_skipped_note(result)}", err=True)
+        return EXIT_ERROR
+    return EXIT_CLEAN
 
 
-def _apply_baseline(path: str, result: ScanResult) -> None:
+def _apply_baseline(path: str, result: ScanResult, quiet: bool = False) -> None:
     try:
         accepted = baseline.read(path)
     except baseline.BaselineError as exc:
-        click.echo(f"hloscan: {exc}", err=True)
+        click.echo(f"hloscan: {printable(str(exc))}", err=True)
         sys.exit(EXIT_ERROR)
     result.findings, matched = baseline.filter_new(result.findings, accepted)
-    if matched:
-        click.echo(f"hloscan: {matched} finding(s) accepted by baseline {path}", err=True)
+    if matched and not quiet:
+        click.echo(f"hloscan: {matched} finding(s) accepted by baseline {printable(path)}", err=True)
 
 
 def exit_code(result: ScanResult, fail_on: Severity, exit_zero: bool) -> int:
-    if result.incomplete:
+    if result.incomplete or result.nothing_analysed:
         return EXIT_ERROR
     if exit_zero:
         return EXIT_CLEAN

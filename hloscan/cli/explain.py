@@ -15,7 +15,7 @@ from hloscan.analyses.host_offload import explain as explain_e1200
 from hloscan.analyses.layouts import explain as e0102
 from hloscan.analyses.vmem import explain as explain_e1001
 from hloscan.cli.main import main
-from hloscan.lint.registry import predicting
+from hloscan.lint.registry import predicting, related_to
 from hloscan.hlo.ir import Module, Shape
 from hloscan.hlo.layout import minor_to_major
 from hloscan.hlo.signature import SignatureEntry
@@ -72,7 +72,7 @@ def _generic(kind: str, module, result: Any) -> Explained:
 def explain_code(req: Request) -> Explained | None:
     if not _BARE_CODE.match(req.text):
         return None
-    result = xla_errors.explain_xla_code(req.text.strip(), predicting)
+    result = xla_errors.explain_xla_code(req.text.strip(), predicting, related_to)
     if result is None:
         fail(f"{req.text.strip()} is not an XLA error code hloscan knows")
     return _generic("xla-code", xla_errors, result)

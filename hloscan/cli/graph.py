@@ -14,7 +14,7 @@ import click
 from hloscan.cli.main import main
 from hloscan.analyses.host_offload.walk import analyze, is_move_to_host
 from hloscan.cli.check import load_all
-from hloscan.cli.main import config_options, family_flags, settings
+from hloscan.cli.main import config_options, family_flags, require_writable, settings
 from hloscan.lint.scan import scan
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Instruction, Module, Shape
 from hloscan.hlo.layout import physical_bytes
@@ -267,6 +267,7 @@ def graph_command(path, finding_number, around, depth, output, config_file, no_c
     """
     if (finding_number is None) == (around is None):
         _fail("give exactly one of --finding N or --around INSTRUCTION")
+    require_writable(output, "--output", (path,))
     config = settings(config_file, no_config, family_options)
     host_outputs = config.global_options.get("host_outputs")
     loaded = [f for f in load_all((path,), False)]

@@ -3,25 +3,56 @@ plus flags) and the rule families' option flags, generated from their declaratio
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 from typing import Any, Callable
 
 import click
 
 from hloscan.lint.config import Config, ConfigError, discover_config, load_config, unknown_selectors
+from hloscan.lint.engine import Selection, selected_checks
+from hloscan.lint.files import output_problem, printable
 from hloscan.lint.registry import Option, family_options
 from hloscan.version import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT / SIGTERM, as shells report them
+_GROUP_OPTIONS = ("-h", "--help", "--version")
 
 
 class DefaultCheckGroup(click.Group):
-    """`hloscan PATH...` means `hloscan check PATH...` (like ruff and flake8 taking paths directly)."""
+    """`hloscan PATH...` means `hloscan check PATH...` (like ruff and flake8 taking paths directly), also
+    with options first (`hloscan --tpu v6e DUMP`) and for standard input (`hloscan -`)."""
 
-    def resolve_command(self, ctx: click.Context, args: list[str]):
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in _GROUP_OPTIONS:
             args = ["check", *args]
-        return super().resolve_command(ctx, args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context):
+        """Ctrl-C exits 130 and SIGTERM 143, promptly and without a traceback (click's own handling says
+        "Aborted!" and exits 1, which CI cannot tell from "findings")."""
+        previous = _on_sigterm()
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\nhloscan: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum, frame) -> None:
+    raise SystemExit(EXIT_TERMINATED)  # unwinds like Ctrl-C: worker processes are stopped on the way out
+
+
+def _on_sigterm():
+    if threading.current_thread() is not threading.main_thread():
+        return None  # signal handlers can only be set from the main thread (CliRunner in a thread, ...)
+    return signal.signal(signal.SIGTERM, _terminated)
 
 
 @click.group(cls=DefaultCheckGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -102,6 +133,25 @@ def settings(config_file: str | None, no_config: bool, flags: dict[str, Any], se
     return config.merged(override)
 
 
+def config_report(config: Config) -> str:
+    """`--show-config`: where the settings come from and what they are, after flags are applied."""
+    checks = selected_checks(Selection(config.select or (), config.ignore or ()))
+    lines = [f"config file: {printable(str(config.path)) if config.path else '(none: defaults and flags only)'}",
+             f"select: {', '.join(config.select) if config.select else '(all)'}",
+             f"ignore: {', '.join(config.ignore) if config.ignore else '(none)'}",
+             f"fail-on: {config.fail_on.label if config.fail_on else 'warning (default)'}"]
+    for code, level in sorted(config.severity.items()):
+        lines.append(f"severity: {code} = {level.label}")
+    for key, value in sorted(config.global_options.items()):
+        lines.append(f"{key.replace('_', '-')}: {value}")
+    for name, table in sorted(config.check_options.items()):
+        lines.extend(f"checks.{name}.{opt}: {value}" for opt, value in sorted(table.items()))
+    for glob, selectors in config.per_path_ignores.items():
+        lines.append(f"per-path-ignores: {glob!r} = {', '.join(selectors)}")
+    lines.append(f"checks run: {', '.join(c.code for c in checks) or '(none)'}")
+    return "\n".join(lines)
+
+
 def _selectors(text: str | None, flag: str) -> tuple[str, ...] | None:
     """Command-line selectors replace the config's; an unknown one is a usage error (exit 2)."""
     if text is None:
@@ -120,3 +170,59 @@ def config_options(func: Callable) -> Callable:
     return click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
                         help="Read this config file instead of searching for pyproject.toml / hloscan.toml "
                              "upwards.")(func)
+
+
+# ---------------------------------------------------------------------- checked before any work
+
+
+def require_selection(config: Config) -> None:
+    """A `select` that matches no check (`--select HLO001`, `HLO9`, `syntax-error`) is a usage error:
+    otherwise the run would pass with 0 findings whatever the dumps hold. (Ignoring every selected check
+    is explicit and allowed: the dumps are then only parsed.)"""
+    if not config.select or selected_checks(Selection(config.select, ())):
+        return
+    where = f" in {printable(str(config.path))}" if config.path is not None and _select_from_file(config) else ""
+    click.echo(f"hloscan: select {', '.join(config.select)}{where} matches no check; HLO001 (syntax error) and "
+               "HLO900 (check crashed) are reported always and cannot be selected alone. See `hloscan rules`.",
+               err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _select_from_file(config: Config) -> bool:
+    try:
+        return load_config(config.path).select == config.select
+    except ConfigError:
+        return False
+
+
+def require_writable(path: str | None, option: str = "--output", inputs: tuple[str, ...] | list[str] = ()) -> None:
+    """Stop with exit 2 before the work when an output file cannot be written, or would overwrite an input
+    (`-o dump.hlo` when dump.hlo is scanned); used by every command that writes a file."""
+    if path is None:
+        return
+    problem = output_problem(path)
+    if problem is None and os.path.exists(path):
+        target = os.path.realpath(path)
+        if any(os.path.realpath(i) == target for i in inputs):
+            problem = "is one of the inputs (it would be overwritten)"
+    if problem is not None:
+        click.echo(f"hloscan: cannot write {option} {printable(str(path))}: {problem}", err=True)
+        sys.exit(EXIT_ERROR)
+
+
+def use_colour(choice: str, stream, to_file: bool) -> bool:
+    """--color auto|always|never; `auto` is a terminal, not a file, and no NO_COLOR (no-color.org)."""
+    if choice == "always":
+        return True
+    if choice == "never" or to_file or os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def colour_option(func: Callable) -> Callable:
+    return click.option("--color", "--colour", "colour", type=click.Choice(["auto", "always", "never"]),
+                        default="auto", show_default=True,
+                        help="Colour text output; `auto` colours a terminal unless NO_COLOR is set.")(func)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import lzma
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +24,11 @@ _NON_MODULE_SUFFIXES = (
     ".json",
 )
 _HLO_SUFFIXES = (".txt", ".hlo", ".hlo.txt")
+_HLO_NAMED_SUFFIXES = (".hlo", ".hlo.txt")
 _HLO_MARKER = re.compile(rb"^\s*(?:HloModule\b|ENTRY\b)", re.M)
+# An instruction line (`%x = f32[2] ...`, `ROOT t = (s32[], ...) tuple(...)`): a bare computation, as XLA's
+# test inputs hold, without a header. HloProto text (`name: "x"`) and pass lists have none.
+_INSTRUCTION_LINE = re.compile(rb"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\(|[a-z][a-z0-9]*\[)", re.M)
 _SNIFF_BYTES = 64 * 1024
 
 
@@ -39,33 +45,92 @@ class LoadedFile:
         return self.error is None
 
 
+# Why a file was not scanned; every skip is counted and reported (nothing is dropped silently).
+SKIP_SIDE_FILE = "not an HLO module (dump side file)"
+SKIP_NOT_HLO_NAME = "not an HLO file name (.hlo, .txt, .hlo.txt, optionally .gz/.xz)"
+SKIP_NO_HEADER = "a .txt file without an HloModule header or ENTRY computation"
+SKIP_NO_HLO_TEXT = "no HloModule header and no HLO instruction line (not HLO text)"
+SKIP_DANGLING = "dangling symlink"
+SKIP_UNREADABLE_DIR = "unreadable folder"
+SKIP_DIR_LINK = "symlink to a folder (not followed)"
+SKIP_DUPLICATE = "the same file as an earlier input"
+
+STDIN = "-"  # the path that means "read standard input" (check and parse)
+
+
 def discover(paths: list[str | Path]) -> list[tuple[str, str | None]]:
-    """Expand folders into their HLO module files. Returns (path, reason skipped or None)."""
+    """Expand folders into their HLO module files. Returns (path, reason skipped or None) for every file
+    seen, in order; a file reached twice (named twice, or through a symlink) is scanned once."""
     out: list[tuple[str, str | None]] = []
+    seen: set[str] = set()
     for raw in paths:
+        if str(raw) == STDIN:
+            out.append((STDIN, SKIP_DUPLICATE if STDIN in seen else None))
+            seen.add(STDIN)
+            continue
         path = Path(raw)
-        if path.is_dir():
-            for child in sorted(p for p in path.rglob("*") if p.is_file()):
-                reason = _skip_reason(child)
-                if reason != "not HLO":
-                    out.append((str(child), reason))
-        else:
-            out.append((str(raw), None))
+        entries = _walk(path) if path.is_dir() else [(str(raw), None)]
+        for file, reason in entries:
+            if reason is None:
+                real = os.path.realpath(file)
+                if real in seen:
+                    reason = SKIP_DUPLICATE
+                seen.add(real)
+            out.append((file, reason))
     return out
+
+
+def _walk(folder: Path) -> list[tuple[str, str | None]]:
+    """Every file below a folder with its skip reason (None: scan it); unreadable sub-folders are reported."""
+    out: list[tuple[str, str | None]] = []
+
+    def unreadable(exc: OSError) -> None:
+        out.append((exc.filename or str(folder), f"{SKIP_UNREADABLE_DIR}: {exc.strerror or exc}"))
+
+    for root, dirs, files in os.walk(folder, onerror=unreadable):
+        dirs.sort()
+        for name in dirs:
+            if os.path.islink(os.path.join(root, name)):
+                out.append((os.path.join(root, name), SKIP_DIR_LINK))
+        for name in sorted(files):
+            child = Path(root, name)
+            out.append((str(child), SKIP_DANGLING if not child.exists() else _skip_reason(child)))
+    return sorted(out, key=lambda entry: Path(entry[0]).parts)
 
 
 def _skip_reason(path: Path) -> str | None:
     name = path.name
     if name.endswith(_NON_MODULE_SUFFIXES) or any(marker in name for marker in _NON_MODULE_MARKERS):
-        return "not an HLO module (dump side file)"
-    base = name[:-3] if name.endswith(".gz") else name[:-3] if name.endswith(".xz") else name
+        return SKIP_SIDE_FILE
+    base = name[:-3] if name.endswith((".gz", ".xz")) else name
     if not base.endswith(_HLO_SUFFIXES):
-        return "not HLO"
+        return SKIP_NOT_HLO_NAME
     try:
-        head = _open(path).read(_SNIFF_BYTES)
+        with _open(path) as handle:
+            head = handle.read(_SNIFF_BYTES)
     except (OSError, EOFError, lzma.LZMAError):
         return None  # let read_text report it
-    return None if _HLO_MARKER.search(head) else "not HLO"
+    if _HLO_MARKER.search(head):
+        return None
+    if base.endswith(_HLO_NAMED_SUFFIXES):
+        # `.hlo` files are HLO by name: XLA's test inputs often hold a bare computation with no HloModule
+        # header, which parses as when the file is named on the command line.
+        return None if _has_instruction_line(path, head) else SKIP_NO_HLO_TEXT
+    return SKIP_NO_HEADER
+
+
+def _has_instruction_line(path: Path, head: bytes) -> bool:
+    """Whether a header-less `.hlo` file holds an instruction line anywhere (lit tests may open with pages
+    of CHECK comments)."""
+    if _INSTRUCTION_LINE.search(head):
+        return True
+    if len(head) < _SNIFF_BYTES:
+        return False
+    try:
+        with _open(path) as handle:
+            return _INSTRUCTION_LINE.search(handle.read()) is not None
+    except (OSError, EOFError, lzma.LZMAError):
+        return True  # let read_text report it
 
 
 def _open(path: Path):
@@ -77,7 +142,10 @@ def _open(path: Path):
 
 
 def read_text(path: str) -> str:
-    """Read and decode one input; raises HloSyntaxError (HLO001) for unreadable, binary or non-UTF-8 data."""
+    """Read and decode one input (`-` is standard input); raises HloSyntaxError (HLO001) for unreadable,
+    binary or non-UTF-8 data."""
+    if path == STDIN:
+        return decode(sys.stdin.buffer.read(), path)
     try:
         with _open(Path(path)) as handle:
             data = handle.read()

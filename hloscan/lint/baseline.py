@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterable
 
 from hloscan.version import __version__
+from hloscan.lint.files import atomic_write
 from hloscan.lint.finding import Finding
 from hloscan.lint.registry import TOOL_CODES
 
@@ -36,7 +37,8 @@ def write(path: str | Path, findings: Iterable[Finding]) -> int:
         for (code, module, comp, inst), n in sorted(counts.items(), key=lambda kv: tuple(x or "" for x in kv[0]))
     ]
     doc = {"version": FORMAT_VERSION, "tool": "hloscan", "tool_version": __version__, "findings": entries}
-    Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    with atomic_write(path) as handle:
+        handle.write(json.dumps(doc, indent=2) + "\n")
     return sum(counts.values())
 
 
@@ -45,6 +47,9 @@ def read(path: str | Path) -> Counter[Key]:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise BaselineError(f"{path}: cannot read baseline: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BaselineError(f"{path}: baseline is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                            f"{exc.start})") from None
     except json.JSONDecodeError as exc:
         raise BaselineError(f"{path}: baseline is not JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION or not isinstance(doc.get("findings"), list):

@@ -119,6 +119,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("(file)", f"invalid TOML: {exc}", path) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError("(file)", f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                                    "TOML files must be UTF-8", path) from None
     except OSError as exc:
         raise ConfigError("(file)", f"cannot read: {exc.strerror or exc}", path) from None
 

@@ -32,10 +32,20 @@ class ScanResult:
     files: list[LoadedFile] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     checks_run: list[str] = field(default_factory=list)
+    # (path, reason) of every file seen but not scanned: dump side files, duplicates, dangling symlinks...
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    started: float | None = None  # wall-clock start (time.time()) and duration of the scan, for reports
+    elapsed: float | None = None
 
     @property
     def incomplete(self) -> bool:
         return any(not f.ok for f in self.files) or any(f.code == "HLO900" for f in self.findings)
+
+    @property
+    def nothing_analysed(self) -> bool:
+        """No module was read and no file failed: an empty folder, a typo'd glob, only side files. A CI
+        job pointed at the wrong folder must not pass."""
+        return not any(f.modules for f in self.files) and not self.incomplete
 
 
 def selected_checks(selection: Selection) -> list[type[Check]]:

@@ -223,6 +223,12 @@ def predicting(xla_error: str) -> list[type[Check]]:
     return [c for c in all_checks() if c.xla_error == xla_error]
 
 
+def related_to(xla_error: str) -> list[type[Check]]:
+    """The checks, predicting no XLA error themselves, of the families whose first (main) declared error this
+    is: HLO301, padding waste, in the E0102 layout family; HLO202, scoped-vmem-tight, for E1001."""
+    return [c for c in all_checks() if c.family.xla_errors[:1] == (xla_error,) and c.xla_error is None]
+
+
 def lookup(code_or_name: str) -> type[Check] | None:
     key = REDIRECTS.get(code_or_name, code_or_name)
     for check in all_checks():

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import signal
+import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TextIO
 
 from hloscan.lint.config import Config
+from hloscan.lint.files import printable
 from hloscan.lint.engine import ScanResult, Selection, run_checks, selected_checks
 from hloscan.lint.finding import Finding, Severity
 from hloscan.hlo.errors import HloSyntaxError
-from hloscan.hlo.loader import LoadedFile, discover, load_file, load_text
+from hloscan.hlo.loader import STDIN, LoadedFile, discover, load_file, load_text
 from hloscan.lint.registry import Check, lookup, matches
 from hloscan.lint.stages import plan
 
@@ -39,14 +44,33 @@ class Task:
     codes: tuple[str, ...]
 
 
+@dataclass
+class Inputs:
+    """The files a scan reads, and every file it saw but skipped, with the reason."""
+
+    files: list[str]
+    skipped: list[tuple[str, str]]
+
+
+def collect(paths: Iterable[str]) -> Inputs:
+    found = discover(list(paths))
+    return Inputs([p for p, reason in found if reason is None], [(p, r) for p, r in found if r is not None])
+
+
 def scan(paths: Iterable[str], config: Config, *, strict: bool = False, jobs: int = 1, progress: TextIO | None = None,
-         keep_modules: bool = False) -> ScanResult:
+         keep_modules: bool = False, inputs: Inputs | None = None) -> ScanResult:
     """The one scan path of `hloscan check` and `hloscan.check()`: files and dump folders, each check on the
-    dump stage it declares (see hloscan.lint.stages), in `jobs` worker processes unless `keep_modules`."""
+    dump stage it declares (see hloscan.lint.stages), in `jobs` worker processes unless `keep_modules`.
+    `inputs` is `collect(paths)` when the caller has already looked at them."""
+    started, clock = time.time(), time.monotonic()
     checks = selected_checks(Selection(config.select or (), config.ignore or ()))
-    tasks = build_tasks(paths, checks, config.ignored_for)
-    return scan_tasks(tasks, config.options(), config.severity, strict, jobs=jobs, keep_modules=keep_modules,
-                      checks_run=[c.code for c in checks], progress=progress)
+    inputs = inputs if inputs is not None else collect(paths)
+    tasks = tasks_for(inputs.files, checks, config.ignored_for)
+    result = scan_tasks(tasks, config.options(), config.severity, strict, jobs=jobs, keep_modules=keep_modules,
+                        checks_run=[c.code for c in checks], progress=progress)
+    result.skipped = list(inputs.skipped)
+    result.started, result.elapsed = started, time.monotonic() - clock
+    return result
 
 
 def scan_text(text: str, config: Config, *, strict: bool = False, path: str = "<text>") -> ScanResult:
@@ -66,6 +90,7 @@ def scan_text(text: str, config: Config, *, strict: bool = False, path: str = "<
 
 
 def default_jobs() -> int:
+    """The cores this process may run on: more workers than that only add memory and switching."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -75,7 +100,11 @@ def default_jobs() -> int:
 def build_tasks(paths: Iterable[str], checks: list[type[Check]],
                 ignored_for: Callable[[str], tuple[str, ...]] | None = None) -> list[Task]:
     """One task per input file, holding the checks planned for its stage minus per-path ignores."""
-    files = [path for path, skipped in discover(list(paths)) if skipped is None]
+    return tasks_for(collect(paths).files, checks, ignored_for)
+
+
+def tasks_for(files: list[str], checks: list[type[Check]],
+              ignored_for: Callable[[str], tuple[str, ...]] | None = None) -> list[Task]:
     tasks = []
     for path, planned in plan(files, checks).items():
         ignored = ignored_for(path) if ignored_for else ()
@@ -104,15 +133,22 @@ def scan_tasks(tasks: list[Task], options: dict[str, Any] | None = None,
                progress: TextIO | None = None) -> ScanResult:
     """Run every task; results are assembled in task order, so parallel output equals serial output."""
     options, severities = options or {}, severities or {}
+    jobs = min(jobs, default_jobs(), len(tasks))
     bar = Progress(len(tasks), progress)
-    if jobs <= 1 or len(tasks) <= 1 or keep_modules or _total_bytes(tasks) < PARALLEL_MIN_BYTES:
-        outputs = []
-        for task in tasks:
-            outputs.append(scan_file(task, options, severities, strict, keep_modules))
-            bar.advance()
-    else:
-        outputs = _parallel(tasks, options, severities, strict, jobs, bar)
-    bar.close()
+    try:
+        # Standard input can be read by this process only.
+        if (jobs <= 1 or keep_modules or _total_bytes(tasks) < PARALLEL_MIN_BYTES
+                or any(t.path == STDIN for t in tasks)):
+            outputs = []
+            for task in tasks:
+                bar.reading(task.path)
+                outputs.append(scan_file(task, options, severities, strict, keep_modules))
+                bar.advance()
+        else:
+            bar.reading(None, workers=jobs)
+            outputs = _parallel(tasks, options, severities, strict, jobs, bar)
+    finally:
+        bar.close()
     result = ScanResult(checks_run=list(checks_run or ()))
     for loaded, findings in outputs:
         result.files.append(loaded)
@@ -133,11 +169,47 @@ def _total_bytes(tasks: list[Task]) -> int:
 
 def _parallel(tasks, options, severities, strict, jobs, bar) -> list:
     batches = _batches(tasks, jobs)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(batches))) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_worker_started,
+                               initargs=(os.getpid(),))
+    try:
         futures = [pool.submit(scan_batch, batch, options, severities, strict) for batch in batches]
         for future, batch in zip(futures, batches):
             future.add_done_callback(lambda _f, n=len(batch): bar.advance(n))
-        return [out for f in futures for out in f.result()]
+        outputs = [out for f in futures for out in f.result()]
+    except BaseException:
+        # Ctrl-C, SIGTERM (raised as SystemExit by the CLI) or a broken worker: stop now, not after the
+        # queued work (leaving the `with` block of an executor waits for every batch to finish).
+        _stop(pool)
+        raise
+    pool.shutdown()
+    return outputs
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    kill = getattr(pool, "kill_workers", None)  # Python 3.14+
+    if kill is not None:
+        kill()
+    else:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.kill()  # their work is thrown away: nothing to clean up
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _worker_started(parent: int) -> None:
+    """Worker initializer: Ctrl-C is the parent's to handle, and a worker dies with its parent (kill -9,
+    SIGTERM, a crash) instead of scanning on as an orphan."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited through fork
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
 
 
 def scan_batch(tasks: list[Task], options, severities, strict) -> list[tuple[LoadedFile, list[Finding]]]:
@@ -163,30 +235,72 @@ def dedupe(findings: list[Finding]) -> list[Finding]:
 
 
 class Progress:
-    """A one-line progress bar on a terminal stream, shown only once the work has taken over a second."""
+    """A one-line progress display on a terminal stream, shown once the work has taken over a second: files
+    done, and the file being read (one big dump can take many seconds by itself)."""
 
     DELAY = 1.0
+    TICK = 0.25
 
     def __init__(self, total: int, stream: TextIO | None):
         self.total, self.done = total, 0
         self.stream = stream if stream is not None and _isatty(stream) else None
         self.start = time.monotonic()
         self.shown = False
+        self.current = ""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+        if self.stream is not None:
+            self._ticker = threading.Thread(target=self._tick, name="hloscan-progress", daemon=True)
+            self._ticker.start()
+
+    def reading(self, path: str | None, workers: int = 1) -> None:
+        """Name what is being worked on: one file (with its size), or the worker count."""
+        if path is None:
+            self.current = f"{workers} workers"
+        else:
+            self.current = f"parsing {printable(os.path.basename(path) or path)}{_size_label(path)}"
 
     def advance(self, n: int = 1) -> None:
         self.done += n
+        self._draw()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.TICK):
+            self._draw()
+
+    def _draw(self) -> None:
         if self.stream is None or time.monotonic() - self.start < self.DELAY:
             return
         width = 30
         filled = width * self.done // max(self.total, 1)
-        self.stream.write(f"\rhloscan [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files")
-        self.stream.flush()
-        self.shown = True
+        text = f"hloscan [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files"
+        if self.current and self.done < self.total:
+            text += f", {self.current}"
+        with self._lock:
+            if self._stop.is_set() and not self.shown:
+                return
+            self.stream.write(f"\r\033[K{text}")
+            self.stream.flush()
+            self.shown = True
 
     def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        with self._lock:
+            if self.shown:
+                self.stream.write("\r\033[K")
+                self.stream.flush()
+                self.shown = False
+
+
+def _size_label(path: str) -> str:
+    try:
+        size = os.path.getsize(path)
+    except (OSError, ValueError):
+        return ""
+    return f" ({size / 1e6:.0f} MB)" if size >= 10**6 else ""
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from hloscan.lint.engine import ScanResult
+from hloscan.lint.files import printable
 from hloscan.lint.finding import Finding, Severity
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
@@ -14,7 +15,7 @@ COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE:
 
 def escape_data(text: str) -> str:
     """The message part: `%`, CR and LF are percent-encoded (the runner's escapeData)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

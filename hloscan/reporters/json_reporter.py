@@ -1,4 +1,5 @@
-"""One JSON document: {"version": 1, "files": [...], "findings": [...]}."""
+"""One JSON document: {"version": 1, "files": [...], "findings": [...]}, then (added later, so readers of the
+first three keys are unaffected) "skipped", "summary", "hloscan_version" and "timing"."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 from typing import TextIO
 
 from hloscan.lint.engine import ScanResult
+from hloscan.lint.finding import Severity
+from hloscan.version import __version__
 
 
 def file_entry(loaded) -> dict:
@@ -15,11 +18,36 @@ def file_entry(loaded) -> dict:
     return {"path": loaded.path, "ok": loaded.ok, "error": error}
 
 
+def summary(result: ScanResult) -> dict:
+    """The counts of the text report's summary line."""
+    by_severity = {s.label: 0 for s in (Severity.ERROR, Severity.WARNING, Severity.NOTE)}
+    for f in result.findings:
+        by_severity[f.severity.label] += 1
+    return {
+        "files": len(result.files),
+        "modules": sum(len(f.modules) for f in result.files),
+        "files_failed": sum(1 for f in result.files if not f.ok),
+        "files_skipped": len(result.skipped),
+        "findings": len(result.findings),
+        **{f"{label}s": n for label, n in by_severity.items()},
+        "checks_run": list(result.checks_run),
+        "complete": not result.incomplete and not result.nothing_analysed,
+    }
+
+
+def timing(result: ScanResult) -> dict:
+    return {"seconds": None if result.elapsed is None else round(result.elapsed, 3)}
+
+
 def render(result: ScanResult, out: TextIO, colour: bool = False) -> None:
     doc = {
         "version": 1,
         "files": [file_entry(f) for f in result.files],
         "findings": [f.to_dict() for f in result.findings],
+        "skipped": [{"path": path, "reason": reason} for path, reason in result.skipped],
+        "summary": summary(result),
+        "hloscan_version": __version__,
+        "timing": timing(result),
     }
     json.dump(doc, out, indent=2)
     out.write("\n")

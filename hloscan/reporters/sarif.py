@@ -7,11 +7,13 @@ import json
 import os
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import quote
+from datetime import datetime, timezone
 
 from hloscan.version import __version__
 from hloscan.lint.engine import ScanResult
+from hloscan.lint.files import printable, uri_path
 from hloscan.lint.finding import Finding, Severity, Span
+from hloscan.reporters.json_reporter import summary
 from hloscan.lint.registry import TOOL_CODES, Check, all_checks
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -70,13 +72,13 @@ class Locator:
         absolute = p if p.is_absolute() else (self.root / p)
         try:
             rel = absolute.resolve().relative_to(self.root)
-            return {"uri": quote(rel.as_posix()), "uriBaseId": SRCROOT}
+            return {"uri": uri_path(rel.as_posix()), "uriBaseId": SRCROOT}
         except (ValueError, OSError):
             pass
         if p.is_absolute():
             return {"uri": p.as_uri()}
         # A relative path from someone else's machine (Python metadata): keep it relative, percent-encoded.
-        return {"uri": quote(p.as_posix())}
+        return {"uri": uri_path(p.as_posix())}
 
     def physical(self, span: Span) -> dict[str, Any]:
         region: dict[str, int] = {"startLine": max(span.line, 1), "startColumn": max(span.col, 1)}
@@ -165,9 +167,15 @@ def build_log(result_: ScanResult, root: str | None = None) -> dict[str, Any]:
     rules = [rule_descriptor(c) for c in checks] + [tool_descriptor(code) for code in sorted(TOOL_CODES)]
     index = {r["id"]: i for i, r in enumerate(rules)}
     failed = [f for f in result_.files if f.error is not None]
+    notifications = [notification(f, loc) for f in failed]
+    if result_.nothing_analysed:
+        notifications.append({"level": "error", "message": message("no HLO module was found in the inputs")})
     invocation = {
-        "executionSuccessful": not result_.incomplete,
-        "toolExecutionNotifications": [notification(f, loc) for f in failed],
+        "executionSuccessful": not result_.incomplete and not result_.nothing_analysed,
+        "toolExecutionNotifications": notifications,
+        **_times(result_),
+        "properties": {"summary": summary(result_),
+                       "skipped": [{"path": path, "reason": reason} for path, reason in result_.skipped]},
     }
     run = {
         "tool": {"driver": {"name": "hloscan", "version": __version__, "semanticVersion": __version__,
@@ -180,6 +188,28 @@ def build_log(result_: ScanResult, root: str | None = None) -> dict[str, Any]:
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 
+def _times(result_: ScanResult) -> dict[str, str]:
+    if result_.started is None or result_.elapsed is None:
+        return {}
+    return {"startTimeUtc": _utc(result_.started), "endTimeUtc": _utc(result_.started + result_.elapsed)}
+
+
+def _utc(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def valid_text(value: Any) -> Any:
+    """Every string of the log without lone surrogates (file names that are not UTF-8): a SARIF log is
+    UTF-8, and one undecodable name must not cost the whole report."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {valid_text(k): valid_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_text(v) for v in value]
+    return value
+
+
 def render(result_: ScanResult, out: TextIO, colour: bool = False) -> None:
-    json.dump(build_log(result_), out, indent=2, ensure_ascii=False)
+    json.dump(valid_text(build_log(result_)), out, indent=2, ensure_ascii=False)
     out.write("\n")

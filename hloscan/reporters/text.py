@@ -6,6 +6,7 @@ import re
 from typing import Any, TextIO
 
 from hloscan.lint.engine import ScanResult
+from hloscan.lint.files import printable
 from hloscan.lint.finding import Finding, Severity
 
 _COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.NOTE: "36"}
@@ -16,7 +17,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def clean(text: Any) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text)).replace("\n", "\\n")
+    return printable(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))).replace("\n", "\\n")
 
 
 def _paint(text: str, code: str, colour: bool) -> str:
@@ -36,13 +37,13 @@ def path_line(finding: Finding, limit: int = 8) -> str | None:
     return " -> ".join(names)
 
 
-def render(result: ScanResult, out: TextIO, colour: bool = False) -> None:
+def render(result: ScanResult, out: TextIO, colour: bool = False, summary: bool = True) -> None:
     by_path: dict[str, list] = {}
     for finding in result.findings:
         by_path.setdefault(finding.span.path, []).append(finding)
     for loaded in result.files:
         if loaded.error is not None:
-            out.write(_paint(loaded.error.format(), "31", colour) + "\n")
+            out.write(_paint(printable(loaded.error.format()), "31", colour) + "\n")
     for path, findings in by_path.items():
         for f in findings:
             sev = _paint(f.severity.label, _COLOURS[f.severity], colour)
@@ -57,6 +58,8 @@ def render(result: ScanResult, out: TextIO, colour: bool = False) -> None:
                 out.write(f"    related: {clean(rel.span)}: {clean(rel.note)}\n")
             if f.hint:
                 out.write(f"    hint: {clean(f.hint)}\n")
+    if not summary:
+        return
     out.write(summary_line(result) + "\n")
     codes = sorted({f.code for f in result.findings if f.code.startswith("HLO") and f.code != "HLO001"})
     for code in codes[:5]:
@@ -73,4 +76,16 @@ def summary_line(result: ScanResult) -> str:
     parts.append(f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), {counts[Severity.NOTE]} note(s)")
     if failed:
         parts.append(f"{failed} file(s) could not be analysed")
+    if result.skipped:
+        parts.append(skipped_summary(result.skipped))
     return "; ".join(parts)
+
+
+def skipped_summary(skipped: list[tuple[str, str]]) -> str:
+    """`3 skipped: 2 not an HLO file name, 1 dangling symlink`, most common reason first."""
+    reasons: dict[str, int] = {}
+    for _, reason in skipped:
+        key = reason.split(":", 1)[0]  # "unreadable folder: Permission denied" counts as "unreadable folder"
+        reasons[key] = reasons.get(key, 0) + 1
+    parts = [f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return f"{len(skipped)} skipped: " + ", ".join(parts)

@@ -1,0 +1,82 @@
+"""Output files and file names: reports are written atomically, and any file name can be shown or encoded.
+
+On Linux a file name is bytes; Python keeps the bytes that are not UTF-8 as lone surrogates
+(surrogateescape), which no UTF-8 stream or JSON consumer accepts. `printable` shows them as `\\xff`,
+`uri_path` percent-encodes the original bytes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Iterator, TextIO
+from urllib.parse import quote
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    # U+DC80..U+DCFF stand for the undecodable bytes 0x80..0xFF (PEP 383); others are plain bad text.
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every lone surrogate escaped, so it can be written to any UTF-8 stream."""
+    return _SURROGATE.sub(_escape, text)
+
+
+def uri_path(path: str) -> str:
+    """A percent-encoded URI path for a file name, from its original bytes (an `\\xff` byte is `%FF`)."""
+    return quote(os.fsencode(path) if _SURROGATE.search(path) else path.encode("utf-8", "surrogatepass"))
+
+
+class OutputError(OSError):
+    """An output file that cannot be written (missing folder, no permission)."""
+
+
+def output_problem(path: str | os.PathLike) -> str | None:
+    """Why a report cannot be written to `path`, checked before the work that produces it; None if it can."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        return "is a folder"
+    if not folder.exists():
+        return f"folder {printable(str(folder))} does not exist"
+    if not folder.is_dir():
+        return f"{printable(str(folder))} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"folder {printable(str(folder))} is not writable"
+    if target.exists() and not os.access(target, os.W_OK):
+        return "file is not writable"
+    return None
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[TextIO]:
+    """Write a text file through a temporary file in the same folder, renamed over `path` only when the
+    writer finishes: an interrupted or failed run never leaves a truncated report (or baseline) behind."""
+    target = Path(path)
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, newline="") as handle:
+            yield handle
+        mode = _mode_for(target)
+        os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _mode_for(target: Path) -> int:
+    """Keep an existing file's permissions; a new one gets the usual 0o666 minus the umask (mkstemp uses 0o600)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
