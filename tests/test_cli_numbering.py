@@ -54,7 +54,7 @@ def test_check_vmem_graph_agree_under_config(project):
     check = _run("check", "--format", "json", "dumps/k.hlo.txt")
     (finding,) = json.loads(check.stdout)["findings"]
     assert finding["code"] == "HLO201" and finding["data"]["limit_bytes"] == 4096 * 1024
-    assert "on v6e" in finding["message"]
+    assert "on v6e" in finding["message"] and "vmem_limit_kib setting" in finding["message"]
     vmem = json.loads(_run("vmem", "--format", "json", "dumps/k.hlo.txt").stdout)
     (kernel,) = vmem["kernels"]
     assert kernel["limit_bytes"] == finding["data"]["limit_bytes"]
