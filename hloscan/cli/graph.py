@@ -401,7 +401,7 @@ def graph_command(paths, finding_number, around, depth, select, ignore, output, 
         analysis = analyze(module, host_outputs)
         view = finding_view(module, finding, _host_nodes(analysis))
         view.host_path = {**_walked_nodes(analysis), **view.host_path}
-        view.source = f"{path} (module {module.name}), finding [{finding_number}]"
+        view.source = f"finding [{finding_number}]: {path} (module {module.name})"
     else:
         path, module, centre = next(((p, m, n) for p, m in modules if (n := find_instruction(m, around)) is not None),
                                     (None, None, None))
