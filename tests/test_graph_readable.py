@@ -91,7 +91,7 @@ def test_title_wraps_and_names_the_file(tmp_path):
     title = re.search(r'^  label="(.*)";$', out.read_text(), re.M).group(1).replace('\\"', '"')
     lines = title.split("\\n")
     assert len(lines) >= 3 and all(len(line) <= TITLE_WIDTH for line in lines)
-    assert title.startswith("finding [1]: ") and "before_optimizations.txt" in " ".join(lines[:2])
+    assert title.startswith("finding [1]:") and "before_optimizations.txt" in " ".join(lines[:2])
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` not installed")
