@@ -1,25 +1,39 @@
 """hloscan: a static analyzer for XLA HLO text dumps.
 
-Python API (imports are lazy, so `import hloscan` stays cheap)::
+Python API (imports are lazy, so `import hloscan` stays cheap; jax is never imported by hloscan)::
 
     import hloscan
 
     findings = hloscan.check("dumps/")                      # a file, or an --xla_dump_to folder
-    findings = hloscan.check(hlo_text, tpu="v6e")           # HLO text (has a newline or `HloModule`)
+    findings = hloscan.check(hlo_text, tpu="v6e")           # HLO text (has a newline or starts with HloModule)
+    findings = hloscan.check(hlo_bytes)                     # UTF-8 bytes
+    findings = hloscan.check(["a.txt", "dumps/"])           # several paths
+    findings = hloscan.check(jax.jit(f).lower(x))           # a jax Lowered or Compiled (jax optional)
     findings = hloscan.check(path, select=["HLO2"], ignore=["scoped-vmem-tight"],
                              severity={"HLO202": "error"},
                              checks={"scoped-vmem-tight": {"margin": 0.2}},
                              vmem_limit_kib=32768, host_outputs=[0])
     for f in findings:
         print(f.span, f.code, f.message)                    # Finding: see hloscan.lint.finding
+    if findings.errors:                                     # inputs that could not be analysed (HLO001)
+        print(findings.errors[0])
 
     modules = hloscan.load("module.after_optimizations.txt")  # parsed IR (hloscan.hlo.ir.Module)
+    modules = hloscan.load(hlo_text)                          # same inputs as check; modules.errors likewise
+
+`check` and `load` accept the same inputs: HLO text, bytes, a path (str or PathLike) to a file or dump
+folder, a list of paths, or a jax `Lowered`/`Compiled` (its HLO text; for `check` also the outputs its
+out_shardings place in pinned_host memory, as `host_outputs`, unless given). "" is empty text, not the
+current directory. `check` returns a `Findings` list (sorted Finding objects) and `load` a `Modules` list;
+both carry `.errors` (one HloSyntaxError per input that failed), `.files` and `.ok`. A bad file never
+raises and never drops the other files' results: it is in `.errors` and, for `check`, an HLO001 finding
+in the list. Details: hloscan.api.
 
 `check` takes the same settings as the `[tool.hloscan]` config table (select, ignore, severity, checks,
 tpu, vmem_limit_kib, host_outputs, per_path_ignores) as keyword arguments, plus `config=` (a
 pyproject.toml or hloscan.toml to read first), `strict=` (full-grammar parse) and `jobs=` (worker
-processes; default 1). Bad settings raise `hloscan.lint.config.ConfigError` naming the key; unparseable
-input raises `hloscan.hlo.parser.HloSyntaxError` (HLO001).
+processes; default 1). Bad settings raise `hloscan.lint.config.ConfigError` (a ValueError) naming the
+key; an input of an unsupported type raises TypeError.
 """
 
 from __future__ import annotations
@@ -31,38 +45,18 @@ from hloscan.version import __version__
 if TYPE_CHECKING:
     from os import PathLike
 
-    from hloscan.lint.finding import Finding
-    from hloscan.hlo.ir import Module
-
-_RUN_KEYS = ("config", "strict", "jobs")
+    from hloscan.api import Findings, Modules
 
 
-def _is_text(path_or_text: Any) -> bool:
-    return isinstance(path_or_text, str) and ("\n" in path_or_text or "HloModule" in path_or_text)
+def check(source: "str | bytes | PathLike[str] | list[str | PathLike[str]] | Any", **options: Any) -> "Findings":
+    """Run the checks on HLO text, bytes, a file / dump folder, a list of paths or a jax stage object."""
+    from hloscan.api import check as _check
+
+    return _check(source, **options)
 
 
-def check(path_or_text: "str | PathLike[str]", **options: Any) -> "list[Finding]":
-    """Run the checks on HLO text or on a file / dump folder and return the findings, sorted."""
-    import hloscan.checks  # noqa: F401  (registers every check: the entry points own that, not the framework)
-    from hloscan.lint.config import Config, load_config, parse_config
-    from hloscan.lint.scan import scan, scan_text
+def load(source: "str | bytes | PathLike[str] | list[str | PathLike[str]] | Any", strict: bool = False) -> "Modules":
+    """Parse the same inputs as `check` into modules; bad inputs are in `.errors`, never raised."""
+    from hloscan.api import load as _load
 
-    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in options.items() if k not in _RUN_KEYS}
-    config = load_config(options["config"]) if options.get("config") else Config()
-    config = config.merged(parse_config(settings))  # keyword arguments win, key by key, as flags do
-    strict = bool(options.get("strict"))
-    if _is_text(path_or_text):
-        result = scan_text(path_or_text, config, strict=strict)
-    else:
-        result = scan([str(path_or_text)], config, strict=strict, jobs=int(options.get("jobs", 1)))
-    for loaded in result.files:
-        if loaded.error is not None:
-            raise loaded.error
-    return result.findings
-
-
-def load(path: "str | PathLike[str]", strict: bool = False) -> "list[Module]":
-    """Parse every module in a file or dump folder; raises HloSyntaxError (HLO001) for the first bad file."""
-    from hloscan.hlo.loader import load as _load
-
-    return _load(path, strict)
+    return _load(source, strict)

@@ -145,7 +145,7 @@ def test_options_before_the_path_go_to_check(workdir, args):
 def test_stdin_for_check_and_parse(workdir):
     text = DEMO.read_text()
     result = run("check", "-", input=text)
-    assert result.exit_code == 1 and "-:15:3: HLO101" in result.output
+    assert result.exit_code == 1 and "-:15:3: [1] HLO101" in result.output
     result = run("-", input=text)
     assert result.exit_code == 1
     result = run("parse", "-", input=text)

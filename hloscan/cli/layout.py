@@ -9,12 +9,15 @@ from typing import Any
 import click
 
 from hloscan.cli.main import main
+from hloscan.cli.modules import MODULE_OPTION, DumpModule, load_modules_or_exit, match_modules, select_modules
 from hloscan.hlo.ir import Module
 from hloscan.hlo.layout import SizeReport, UnsizedShapeError, physical_bytes, size_report
 from hloscan.hlo.loader import load
 from hloscan.analyses.layouts.memory_report import human_bytes, memory_report, render_memory
 from hloscan.hlo.parser import HloSyntaxError, parse_shape
-from hloscan.hlo.signature import Signature, diff_signatures, module_signature, render_diff, render_signature
+from hloscan.hlo.signature import (Signature, SignatureDiff, diff_signatures, module_signature, render_diff,
+                                   render_signature)
+from hloscan.lint.stages import STAGES
 from hloscan.hlo.source import source_location
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -103,13 +106,6 @@ def size_command(shapes: tuple[str, ...], fmt: str) -> None:
 # ---------------------------------------------------------------------------------------------------- diff
 
 
-def _pick_module(path: str, modules: list[Module]) -> Module:
-    """The module to compare; a file with several modules uses the first and says so."""
-    if len(modules) > 1:
-        click.echo(f"{path}: {len(modules)} modules; comparing the first, {modules[0].name}", err=True)
-    return modules[0]
-
-
 def _diff_summary(diff) -> list[str]:
     layout, risks = diff.layout_changes, diff.e0102_risks
     if not layout:
@@ -125,21 +121,64 @@ def _diff_summary(diff) -> list[str]:
 @click.argument("old", type=click.Path())
 @click.argument("new", type=click.Path())
 @FORMAT_OPTION
-def diff_command(old: str, new: str, fmt: str) -> None:
+@MODULE_OPTION
+@click.option("--stage", type=click.Choice([*STAGES, "all"]), default=None,
+              help="Compare this dump stage [default: per module, the most optimised stage both sides have].")
+def diff_command(old: str, new: str, fmt: str, module_name: str | None, stage: str | None) -> None:
     """Compare the entry signatures of two dumps (OLD -> NEW).
 
+    Files, or --xla_dump_to folders: their modules are matched by name and stage (a dump holds every jit
+    of the run, helpers such as jit_convert_element_type first), and modules on one side only are named.
     Lists every parameter whose physical layout differs, with both sizes. Exits 1 when a buffer laid out
     for OLD would be rejected by NEW with E0102 (a parameter's byte size differs), 0 otherwise.
     """
-    old_sig = signature_of(_pick_module(old, load_or_exit(old)))
-    new_sig = signature_of(_pick_module(new, load_or_exit(new)))
-    diff = diff_signatures(old_sig, new_sig)
+    olds = select_modules(old, load_modules_or_exit(old), module_name)
+    news = select_modules(new, load_modules_or_exit(new), module_name)
+    matching = match_modules(olds, news, stage)
+    if not matching.pairs:
+        click.echo(f"hloscan diff: no module of {old} matches one of {new} by name and stage; use --module "
+                   "(and --stage) to choose", err=True)
+        _echo_unmatched(matching, old, new, err=True)
+        sys.exit(EXIT_ERROR)
+    diffs = [(o, n, diff_signatures(signature_of(o.module), signature_of(n.module))) for o, n in matching.pairs]
     if fmt == "json":
-        click.echo(json.dumps({"old_path": old, "new_path": new, **diff.to_json()}, indent=2))
+        click.echo(json.dumps(_diff_json(old, new, diffs, matching), indent=2))
     else:
-        click.echo(render_diff(diff))
-        click.echo("\n".join(_diff_summary(diff)))
-    sys.exit(EXIT_FINDINGS if diff.e0102_risks else EXIT_CLEAN)
+        # Say which modules were compared whenever it is not simply the two files given.
+        titled = len(diffs) > 1 or any(o.path != old or n.path != new for o, n, _ in diffs)
+        for number, (o, n, diff) in enumerate(diffs):
+            if titled:
+                click.echo(("\n" if number else "") + f"== {_pair_title(o, n)}")
+            click.echo(render_diff(diff))
+            click.echo("\n".join(_diff_summary(diff)))
+        _echo_unmatched(matching, old, new)
+    sys.exit(EXIT_FINDINGS if any(d.e0102_risks for _, _, d in diffs) else EXIT_CLEAN)
+
+
+def _pair_title(o: DumpModule, n: DumpModule) -> str:
+    stage = f" ({o.stage})" if o.stage else ""
+    name = o.name if o.name == n.name else f"{o.name} -> {n.name}"
+    return f"{name}{stage}: {o.path} -> {n.path}"
+
+
+def _echo_unmatched(matching, old: str, new: str, err: bool = False) -> None:
+    for side, path, modules in (("OLD", old, matching.only_old), ("NEW", new, matching.only_new)):
+        if modules:
+            click.echo(f"only in {side} ({path}): " + ", ".join(m.describe() for m in modules), err=err)
+
+
+def _diff_json(old: str, new: str, diffs: list[tuple[DumpModule, DumpModule, SignatureDiff]],
+               matching) -> dict[str, Any]:
+    """`modules`: one entry per matched pair; a single pair's diff is also at the top level (as before)."""
+    entries = [{"module": o.name, "new_module": n.name, "stage": o.stage, "old_file": o.path, "new_file": n.path,
+                **d.to_json()} for o, n, d in diffs]
+    doc: dict[str, Any] = {"old_path": old, "new_path": new}
+    if len(diffs) == 1:
+        doc.update(diffs[0][2].to_json())
+    doc["modules"] = entries
+    doc["only_in_old"] = [{"module": m.name, "stage": m.stage, "file": m.path} for m in matching.only_old]
+    doc["only_in_new"] = [{"module": m.name, "stage": m.stage, "file": m.path} for m in matching.only_new]
+    return doc
 
 
 # ------------------------------------------------------------------------------------ memory and signature
@@ -148,14 +187,15 @@ def diff_command(old: str, new: str, fmt: str) -> None:
 @click.command("memory")
 @click.argument("path", type=click.Path())
 @FORMAT_OPTION
+@MODULE_OPTION
 @click.option("--waste-threshold", type=click.FloatRange(0.0, 1.0), default=0.25, show_default=True,
               help="List buffers whose padding is at least this fraction of their size.")
 @click.option("--top", type=click.IntRange(0), default=10, show_default=True,
               help="How many of the largest buffers to list.")
-def memory_command(path: str, fmt: str, waste_threshold: float, top: int) -> None:
+def memory_command(path: str, fmt: str, module_name: str | None, waste_threshold: float, top: int) -> None:
     """Entry buffers per memory space, the TOP largest, and the ones wasting most to tile padding."""
-    reports = [memory_report(signature_of(m), top=top, waste_threshold=waste_threshold)
-               for m in load_or_exit(path)]
+    reports = [memory_report(signature_of(m.module), top=top, waste_threshold=waste_threshold)
+               for m in select_modules(path, load_modules_or_exit(path), module_name)]
     if fmt == "json":
         click.echo(json.dumps([{"path": path, **r.to_json()} for r in reports], indent=2))
     else:
@@ -166,9 +206,10 @@ def memory_command(path: str, fmt: str, waste_threshold: float, top: int) -> Non
 @click.command("signature")
 @click.argument("path", type=click.Path())
 @FORMAT_OPTION
-def signature_command(path: str, fmt: str) -> None:
+@MODULE_OPTION
+def signature_command(path: str, fmt: str, module_name: str | None) -> None:
     """Entry parameters and outputs: shapes with layouts, physical bytes, aliasing, Python source lines."""
-    sigs = [signature_of(m) for m in load_or_exit(path)]
+    sigs = [signature_of(m.module) for m in select_modules(path, load_modules_or_exit(path), module_name)]
     if fmt == "json":
         click.echo(json.dumps([{"path": path, **s.to_json()} for s in sigs], indent=2))
     else:

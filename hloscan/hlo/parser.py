@@ -14,6 +14,7 @@ from hloscan.hlo.errors import HloSyntaxError, syntax_error
 from hloscan.hlo.fastpath import FastPathUnsupported, parse_module_fast
 from hloscan.hlo.gcpause import gc_paused
 from hloscan.hlo.ir import Module
+from hloscan.hlo.mlir_input import reject_mlir
 from hloscan.hlo.shapes import parse_fragment, parse_shape
 from hloscan.hlo.strict import parse_module_strict
 from hloscan.hlo.transform import ShapeError
@@ -66,6 +67,7 @@ def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -
         except (FastPathUnsupported, HloSyntaxError):
             # Not in printer form, or a bad shape string: the strict path reports it where it stands.
             pass
+    reject_mlir(text, path, line_offset)  # StableHLO from `lowered.as_text()`: say what to do instead
     check_nesting(text, path, line_offset)
     try:
         return parse_module_strict(text, path, line_offset)

@@ -38,32 +38,31 @@ def path_line(finding: Finding, limit: int = 8) -> str | None:
 
 
 def render(result: ScanResult, out: TextIO, colour: bool = False, summary: bool = True) -> None:
-    by_path: dict[str, list] = {}
-    for finding in result.findings:
-        by_path.setdefault(finding.span.path, []).append(finding)
     for loaded in result.files:
         if loaded.error is not None:
             out.write(_paint(printable(loaded.error.format()), "31", colour) + "\n")
-    for path, findings in by_path.items():
-        for f in findings:
-            sev = _paint(f.severity.label, _COLOURS[f.severity], colour)
-            xla = f" [{f.xla_error}]" if f.xla_error else ""
-            out.write(f"{clean(f.span)}: {_paint(f.code, '1', colour)} {sev}{xla}: {clean(f.message)}\n")
-            path = path_line(f)
-            if path:
-                out.write(f"    path: {clean(path)}\n")
-            if f.source is not None:
-                out.write(f"    source: {clean(f.source)}\n")
-            for rel in f.related:
-                out.write(f"    related: {clean(rel.span)}: {clean(rel.note)}\n")
-            if f.hint:
-                out.write(f"    hint: {clean(f.hint)}\n")
+    # `[N]` is the finding's place in the sorted list: the N of `hloscan graph PATHS --finding N`.
+    for number, f in enumerate(result.findings, 1):
+        sev = _paint(f.severity.label, _COLOURS[f.severity], colour)
+        xla = f" [{f.xla_error}]" if f.xla_error else ""
+        out.write(f"{clean(f.span)}: [{number}] {_paint(f.code, '1', colour)} {sev}{xla}: {clean(f.message)}\n")
+        path = path_line(f)
+        if path:
+            out.write(f"    path: {clean(path)}\n")
+        if f.source is not None:
+            out.write(f"    source: {clean(f.source)}\n")
+        for rel in f.related:
+            out.write(f"    related: {clean(rel.span)}: {clean(rel.note)}\n")
+        if f.hint:
+            out.write(f"    hint: {clean(f.hint)}\n")
     if not summary:
         return
     out.write(summary_line(result) + "\n")
     codes = sorted({f.code for f in result.findings if f.code.startswith("HLO") and f.code != "HLO001"})
     for code in codes[:5]:
         out.write(f"For details: hloscan rule {code}\n")
+    if any(f.code != "HLO001" for f in result.findings):
+        out.write("For a diagram of finding N: hloscan graph PATH... --finding N -o finding.svg\n")
 
 
 def summary_line(result: ScanResult) -> str:

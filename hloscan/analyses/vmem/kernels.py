@@ -56,14 +56,14 @@ def figure_label(est: KernelEstimate) -> str:
 
 
 def tpu_label(est: KernelEstimate, assumed: bool) -> str:
-    return f"{est.tpu} (assumed; pass --tpu)" if assumed else est.tpu
+    return f"{est.tpu} (assumed; set --tpu or tpu in the config)" if assumed else est.tpu
 
 
 def limit_label(est: KernelEstimate, assumed: bool) -> str:
     tpu = tpu_label(est, assumed)
     sources = {
         "vmem_limit_bytes": "the kernel's vmem_limit_bytes",
-        "option": "--vmem-limit-kib",
+        "option": "the vmem_limit_kib setting (--vmem-limit-kib or config)",
         "default": "the default scoped limit",
         "physical": "physical VMEM",
     }
