@@ -15,11 +15,13 @@ if TYPE_CHECKING:
 
 class Context:
     def __init__(self, module: Module, path: str, options: dict[str, Any] | None = None,
-                 severities: dict[str, Severity] | None = None):
+                 severities: dict[str, Severity] | None = None, group_stages: tuple[str, ...] = ()):
         self.module = module
         self.path = path
         self.options = options or {}
         self.severities = severities or {}
+        # The dump stages of this module found beside this file (hloscan.stages.STAGES names), else ().
+        self.group_stages = group_stages
 
     @cached_property
     def graph(self):

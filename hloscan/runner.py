@@ -13,7 +13,7 @@ from .engine import ScanResult, run_checks
 from .finding import Finding, Severity
 from .loader import LoadedFile, discover, load_file
 from .registry import Check, lookup, matches
-from .stages import plan
+from .stages import group_stages, plan
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ class ModuleSummary:
 class Task:
     path: str
     codes: tuple[str, ...]
+    stages: tuple[str, ...] = ()  # the stages of this file's module group in the scanned folder
 
 
 def default_jobs() -> int:
@@ -49,10 +50,11 @@ def build_tasks(paths: Iterable[str], checks: list[type[Check]],
     """One task per input file, holding the checks planned for its stage minus per-path ignores."""
     files = [path for path, skipped in discover(list(paths)) if skipped is None]
     tasks = []
+    stages = group_stages(files)
     for path, planned in plan(files, checks).items():
         ignored = ignored_for(path) if ignored_for else ()
         codes = tuple(c.code for c in planned if not any(matches(c, s) for s in ignored))
-        tasks.append(Task(path, codes))
+        tasks.append(Task(path, codes, stages.get(path, ())))
     return tasks
 
 
@@ -63,7 +65,7 @@ def scan_file(task: Task, options: dict[str, Any], severities: dict[str, Severit
     checks = [lookup(code) for code in task.codes]
     findings: list[Finding] = []
     for module in loaded.modules:
-        findings.extend(run_checks(module, loaded.path, checks, options, severities))
+        findings.extend(run_checks(module, loaded.path, checks, options, severities, task.stages))
     if not keep_modules:
         loaded = LoadedFile(loaded.path, [ModuleSummary(m.name, m.line, m.instruction_count)  # type: ignore[misc]
                                           for m in loaded.modules], loaded.error)

@@ -98,6 +98,17 @@ def group_files(paths: Iterable[str]) -> list[ModuleGroup]:
     return order
 
 
+def group_stages(paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """path -> the stages its module group holds (a lone file: none). Checks read it to know whether the
+    compiler went on past the stage they decide on (an after_optimizations dump means the compile succeeded)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for group in group_files(paths):
+        held = tuple(s for s in STAGES if s in group.files)
+        for path in group.files.values():
+            out[path] = held
+    return out
+
+
 def plan(paths: Iterable[str], checks: list[type[Check]]) -> dict[str, list[type[Check]]]:
     """path -> the checks to run on it, in input order; each check runs once per module group."""
     paths = list(paths)
