@@ -293,7 +293,9 @@ def _operand(role: str, shape: Shape | None) -> _Operand:
 
 
 def _grid_steps(grid: tuple[int, ...]) -> int:
-    return math.prod(grid) if grid else 1
+    # A dynamic grid dimension (MLIR's kDynamic, printed as -2**63: gmm's group axis) has many steps at run
+    # time; it must not turn the product negative and pass for a single-step grid.
+    return math.prod(d if d >= 0 else 2 for d in grid) if grid else 1
 
 
 def _buffer_count(param: WindowParam, grid: tuple[int, ...]) -> tuple[int, str | None]:
@@ -312,7 +314,7 @@ def _static_index(value: str | int | None, grid: tuple[int, ...]) -> bool:
         return True
     if isinstance(value, str) and value.startswith("g") and value[1:].isdigit():
         dim = int(value[1:])
-        return dim < len(grid) and grid[dim] <= 1
+        return dim < len(grid) and 0 <= grid[dim] <= 1
     return False
 
 
@@ -414,11 +416,17 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
     outputs = [b for b in blocks if b.role == "output" and b.counted]
     if not inputs or not outputs:
         return 0, None
+    found = None
     for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, _upcast_8bit_scratch):
         found = rule(kernel, inputs, outputs, blocks, gen)
         if found is not None:
-            return found
-    return 0, None
+            break
+    scores = _softmax_scores_scratch(kernel)
+    if scores is None:
+        return found or (0, None)
+    if found is None:
+        return scores
+    return found[0] + scores[0], f"{found[1]}; {scores[1]}"
 
 
 def _int8_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
@@ -451,6 +459,29 @@ def _ktiled_16bit_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[
         return None
     size = int(inputs[0].padded_bytes * _KTILED_SCRATCH_PER_LHS_BYTE)
     return size, f"allowance for compiler-internal scratch of a K-tiled 16-bit matmul (bk={k}, empirical)"
+
+
+# The vector register file: 64 vregs of (8, 128) 32-bit lanes. Larger values cannot stay in registers.
+VREG_FILE_BYTES = 64 * 8 * LANES * 4
+
+
+def _softmax_scores_scratch(kernel: MosaicKernel) -> tuple[int, str] | None:
+    """Attention kernels (flash, splash, ragged paged attention) compute a (block_q, block_k) score matrix
+    and its exp() in f32 vectors; beyond the register file the compiler keeps them in internal VMEM scratch.
+
+    Real kernels measured 0.7-4.5x the f32 score matrix on top of their windows (more for small blocks,
+    where several such temporaries are live at once); one matrix is the part that always shows, so the
+    allowance is a lower bound.
+    """
+    exps = [shape for name, shape, _ in kernel.vector_values if name.endswith("math.exp") and len(shape) >= 2]
+    if not exps:
+        return None
+    shape = max(exps, key=math.prod)
+    size = padded_bytes(shape, 32, vmem_sublane_tile(32, shape[-2]), compact_columns=False)
+    if size <= VREG_FILE_BYTES:
+        return None
+    dims = "x".join(map(str, shape))
+    return size, f"allowance for the f32 attention score matrix {dims} kept in internal scratch (lower bound)"
 
 
 _ARITH_OPS = ("arith.addi", "arith.addf", "arith.muli", "arith.mulf", "arith.subi", "arith.subf",
@@ -656,7 +687,10 @@ def estimate_kernel(
             decode_error = f"kernel body not decoded: {exc}"
     elif decode_error is None:
         decode_error = "backend_config has no custom_call_config.body"
-    prefetch = kernel.scalar_prefetch if kernel else 0
+    # Leading operands that are not windows: one s32[] per dynamic grid dimension (gmm's group count, passed
+    # before everything else), then the scalar-prefetch operands.
+    dynamic_dims = sum(1 for d in kernel.grid if d < 0) if kernel else 0
+    prefetch = kernel.scalar_prefetch + dynamic_dims if kernel else 0
     ops = _hlo_operands(operand_shapes, result_shapes, prefetch)
     parts = _model(kernel, ops, config, gen) if kernel else _whole_array(ops)
     notes.extend(parts.notes)
