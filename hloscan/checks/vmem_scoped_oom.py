@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Iterator
 
 from ..finding import Finding, Severity
@@ -55,12 +54,11 @@ class ScopedVmemExceedsLimit(Check):
     def run(self, ctx) -> Iterator[Finding]:
         for kernel in context_kernels(ctx, self):
             est = kernel.estimate
-            if not est.exceeds:
-                continue
+            if est.verdict != "E1001":
+                continue  # above physical VMEM XLA reports a plain out-of-memory instead: HLO205
             finding = self.finding(ctx, kernel.comp, kernel.inst, _message(est, kernel.tpu_assumed),
                                    hint=hint_text(est), data=estimate_json(est, kernel.tpu_assumed))
-            # Above physical VMEM XLA reports a plain out-of-memory, not the scoped E1001 check.
-            yield finding if est.verdict == "E1001" else replace(finding, xla_error=None)
+            yield finding
 
 
 def _message(est, assumed: bool) -> str:
