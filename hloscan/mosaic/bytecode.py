@@ -1042,7 +1042,8 @@ class MosaicKernel:
     producer: str
     mosaic_version: int | None
     op_names: tuple[str, ...] = ()  # distinct operation names in the main function's body
-    # Distinct (operation name, vector shape, element type) of the vector values the main body computes:
+    # (operation name, vector shape, element type) of every vector value the main body computes, sorted
+    # (an unrolled loop repeats its values):
     # large ones live in compiler-internal VMEM scratch (hloscan.vmem's intermediate allowance).
     vector_values: tuple[tuple[str, tuple[int, ...], str], ...] = ()
 
@@ -1214,8 +1215,8 @@ def kernel_from_module(module: Module) -> MosaicKernel:
 
 
 def _vector_values(main: Operation) -> tuple[tuple[str, tuple[int, ...], str], ...]:
-    found = {(op.name, tuple(t.shape), type_text(t.element)) for op in main.walk() for t in op.result_types
-             if isinstance(t, ShapedType) and t.kind == "vector"}
+    found = [(op.name, tuple(t.shape), type_text(t.element)) for op in main.walk() for t in op.result_types
+             if isinstance(t, ShapedType) and t.kind == "vector"]
     return tuple(sorted(found))
 
 

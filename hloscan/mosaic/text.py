@@ -85,8 +85,8 @@ def _read(text: str) -> MosaicKernel:
 
 
 def _vector_values(body: str) -> tuple[tuple[str, tuple[int, ...], str], ...]:
-    found = {(m.group(1), tuple(int(d) for d in m.group(2).rstrip("x").split("x")), m.group(3))
-             for m in _VECTOR_RESULT.finditer(body)}
+    found = [(m.group(1), tuple(int(d) for d in m.group(2).rstrip("x").split("x")), m.group(3))
+             for m in _VECTOR_RESULT.finditer(body)]
     return tuple(sorted(found))
 
 
