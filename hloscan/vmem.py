@@ -358,6 +358,11 @@ def _scratch_block(i: int, memref: Any) -> BlockEstimate:
                          padded_bytes(shape, bits, tile[0], compact_columns=False), 1, True)
 
 
+# The smallest scratch the oracle saw allocated apart from the scoped region (f32[8192,128]); a real kernel's
+# small scratch taller than their blocks (ragged paged attention's f32[2,128,128] softmax stats) is scoped.
+SEPARATE_SCRATCH_MIN = 4 * MIB
+
+
 def _classify_scratch(scratch: list[BlockEstimate], windows: list[BlockEstimate]) -> list[BlockEstimate]:
     """Mark scratch that XLA allocates outside the scoped region.
 
@@ -376,7 +381,7 @@ def _classify_scratch(scratch: list[BlockEstimate], windows: list[BlockEstimate]
         shape = block.block_shape
         rows = shape[-2] if len(shape) >= 2 else 1
         cols = shape[-1] if shape else 1
-        if block.counted and (rows > max_rows or cols > max_cols):
+        if block.counted and (rows > max_rows or cols > max_cols) and block.padded_bytes >= SEPARATE_SCRATCH_MIN:
             block = replace(block, counted=False, note="separate scratch allocation (checked against physical VMEM)")
         out.append(block)
     return out
