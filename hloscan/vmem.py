@@ -419,11 +419,11 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
         return call["internal_scratch_in_bytes"], "internal_scratch_in_bytes"
     inputs = [b for b in blocks if b.role == "input" and b.counted]
     outputs = [b for b in blocks if b.role == "output" and b.counted]
-    if not inputs or not outputs:
-        return 0, None
     found = None
+    # The block rules need windowed inputs and outputs; the score matrices do not (their inputs may be
+    # DMA'd by the kernel or already in VMEM, S(1)).
     for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, _upcast_8bit_scratch):
-        found = rule(kernel, inputs, outputs, blocks, gen)
+        found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
         if found is not None:
             break
     scores = _softmax_scores_scratch(kernel)
