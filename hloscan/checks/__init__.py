@@ -5,4 +5,5 @@ errors, run-wide options). Every rule module is imported here, explicitly, so th
 from hloscan.checks.host_offload import hlo101_host_offload_output, hlo102_host_compute  # noqa: F401
 from hloscan.checks.layouts import hlo301_padding_waste  # noqa: F401
 from hloscan.checks.vmem import (hlo201_scoped_vmem_exceeds_limit, hlo202_scoped_vmem_tight,  # noqa: F401
-                                 hlo203_mosaic_block_misaligned, hlo204_mosaic_body_undecodable)
+                                 hlo203_mosaic_block_misaligned, hlo204_mosaic_body_undecodable,
+                                 hlo205_vmem_capacity_exceeded)

@@ -17,7 +17,7 @@ from hloscan.analyses.layouts.memory_report import human_bytes, memory_report, r
 from hloscan.hlo.parser import HloSyntaxError, parse_shape
 from hloscan.hlo.signature import (Signature, SignatureDiff, diff_signatures, module_signature, render_diff,
                                    render_signature)
-from hloscan.lint.stages import STAGES
+from hloscan.hlo.dump_names import STAGES
 from hloscan.hlo.source import source_location
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

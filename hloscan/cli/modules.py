@@ -16,7 +16,7 @@ import click
 
 from hloscan.hlo.ir import Module
 from hloscan.hlo.loader import discover, load_file
-from hloscan.lint.stages import STAGES, stage_of
+from hloscan.hlo.dump_names import STAGES, stage_of
 
 EXIT_ERROR = 2
 

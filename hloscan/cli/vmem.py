@@ -70,7 +70,8 @@ def _kernel_text(path: str, kernel: Kernel) -> str:
     lines = [f"{path}:{kernel.inst.line}: %{kernel.inst.name} kernel {est.kernel_name or '?'} grid {grid}"]
     lines.extend("  " + _block_text(b) for b in est.blocks)
     if est.internal_bytes:
-        lines.append(f"  internal scratch {est.internal_bytes:,} B")
+        why = "; ".join(n.rsplit(":", 1)[0] for n in est.notes if n.startswith("allowance"))
+        lines.append(f"  internal scratch {est.internal_bytes:,} B" + (f" ({why})" if why else ""))
     lines.append(f"  = {figure_label(est)} {mib(est.estimate_bytes)}")
     if est.kind == "measured" and est.predicted_bytes is not None:
         lines.append(f"    (model predicts {mib(est.predicted_bytes)})")

@@ -25,11 +25,13 @@ class Rule(Protocol):
 
 class Context:
     def __init__(self, module: Module, path: str, options: dict[str, Any] | None = None,
-                 severities: dict[str, Severity] | None = None):
+                 severities: dict[str, Severity] | None = None, group_stages: tuple[str, ...] = ()):
         self.module = module
         self.path = path
         self.options = options or {}
         self.severities = severities or {}
+        # The dump stages of this module found beside this file (hloscan.lint.stages.STAGES names), else ().
+        self.group_stages = group_stages
         self._memo: dict[Hashable, Any] = {}
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:

@@ -53,8 +53,8 @@ def selected_checks(selection: Selection) -> list[type[Check]]:
 
 
 def run_checks(module: Module, path: str, checks: Iterable[type[Check]], options: dict[str, Any] | None = None,
-               severities: dict[str, Severity] | None = None) -> list[Finding]:
-    ctx = Context(module, path, options, severities)
+               severities: dict[str, Severity] | None = None, group_stages: tuple[str, ...] = ()) -> list[Finding]:
+    ctx = Context(module, path, options, severities, group_stages)
     findings: list[Finding] = []
     for check in checks:
         try:

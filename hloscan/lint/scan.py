@@ -20,7 +20,7 @@ from hloscan.lint.finding import Finding, Severity
 from hloscan.hlo.errors import HloSyntaxError
 from hloscan.hlo.loader import STDIN, LoadedFile, discover, load_file, load_text
 from hloscan.lint.registry import Check, lookup, matches
-from hloscan.lint.stages import plan
+from hloscan.lint.stages import group_stages, plan
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ class ModuleSummary:
 class Task:
     path: str
     codes: tuple[str, ...]
+    stages: tuple[str, ...] = ()  # the stages of this file's module group in the scanned folder
 
 
 @dataclass
@@ -106,10 +107,11 @@ def build_tasks(paths: Iterable[str], checks: list[type[Check]],
 def tasks_for(files: list[str], checks: list[type[Check]],
               ignored_for: Callable[[str], tuple[str, ...]] | None = None) -> list[Task]:
     tasks = []
+    stages = group_stages(files)
     for path, planned in plan(files, checks).items():
         ignored = ignored_for(path) if ignored_for else ()
         codes = tuple(c.code for c in planned if not any(matches(c, s) for s in ignored))
-        tasks.append(Task(path, codes))
+        tasks.append(Task(path, codes, stages.get(path, ())))
     return tasks
 
 
@@ -120,7 +122,7 @@ def scan_file(task: Task, options: dict[str, Any], severities: dict[str, Severit
     checks = [lookup(code) for code in task.codes]
     findings: list[Finding] = []
     for module in loaded.modules:
-        findings.extend(run_checks(module, loaded.path, checks, options, severities))
+        findings.extend(run_checks(module, loaded.path, checks, options, severities, task.stages))
     if not keep_modules:
         loaded = LoadedFile(loaded.path, [ModuleSummary(m.name, m.line, m.instruction_count)  # type: ignore[misc]
                                           for m in loaded.modules], loaded.error)

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from hloscan.hlo.dump_names import INPUT_NAMES, STAGES, group_key, stage_of
 from hloscan.lint.registry import Check
 
 log = logging.getLogger(__name__)
-
-# Least to most optimised. "input" is the hand-written text given to the compiler (tpu-oracle's input.hlo).
-STAGES = ("input", "before_optimizations", "after_optimizations", "after_codegen")
 
 # The stage a check declares, then the fall-backs in order. A check that wants pre-optimisation HLO
 # (host offload: XLA's HostOffloader rewrites the evidence away) prefers the earliest text; "any" takes the
@@ -25,13 +22,6 @@ PREFERENCES: dict[str, tuple[str, ...]] = {
     "after_codegen": ("after_codegen", "after_optimizations", "before_optimizations", "input"),
     "any": ("after_codegen", "after_optimizations", "before_optimizations", "input"),
 }
-
-# XLA names dump files `module_<id>.<module name>.<stage>.txt` (GPU adds a platform tag such as
-# `sm_8.0_gpu_after_optimizations`); tpu-oracle case folders hold bare `<stage>.txt`.
-_STAGE_RE = re.compile(r"(?:^|[._])(before_optimizations|after_optimizations|after_codegen)\.txt(?:\.gz|\.xz)?$")
-_MODULE_ID_RE = re.compile(r"^(module_\d+)\.")
-_INPUT_NAMES = ("input.hlo", "input.hlo.txt")
-
 
 @dataclass
 class ModuleGroup:
@@ -55,24 +45,6 @@ class ModuleGroup:
         return None
 
 
-def stage_of(path: str) -> str | None:
-    """The compilation stage a dump file name says, or None."""
-    name = Path(path).name
-    m = _STAGE_RE.search(name)
-    return m.group(1) if m else None
-
-
-def _group_key(path: str, stage: str) -> str:
-    p = Path(path)
-    name = p.name
-    m = _MODULE_ID_RE.match(name)
-    if m:
-        # The module id is unique per dump and survives platform tags in the stage part of the name.
-        return str(p.parent / m.group(1))
-    prefix = name[: _STAGE_RE.search(name).start()] if stage != "input" else ""
-    return str(p.parent / prefix)
-
-
 def group_files(paths: Iterable[str]) -> list[ModuleGroup]:
     """Group dump files by module, keeping input order; files with no stage stay alone."""
     paths = list(paths)
@@ -81,12 +53,12 @@ def group_files(paths: Iterable[str]) -> list[ModuleGroup]:
     stage_dirs = {str(Path(p).parent) for p in paths if stage_of(p)}
     for path in paths:
         stage = stage_of(path)
-        if stage is None and Path(path).name in _INPUT_NAMES and str(Path(path).parent) in stage_dirs:
+        if stage is None and Path(path).name in INPUT_NAMES and str(Path(path).parent) in stage_dirs:
             stage = "input"
         if stage is None:
             order.append(ModuleGroup(path, {None: path}))
             continue
-        key = _group_key(path, stage)
+        key = group_key(path, stage)
         group = staged.get(key)
         if group is None or stage in group.files:
             if group is not None:
@@ -96,6 +68,17 @@ def group_files(paths: Iterable[str]) -> list[ModuleGroup]:
             order.append(group)
         group.files[stage] = path
     return order
+
+
+def group_stages(paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """path -> the stages its module group holds (a lone file: none). Checks read it to know whether the
+    compiler went on past the stage they decide on (an after_optimizations dump means the compile succeeded)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for group in group_files(paths):
+        held = tuple(s for s in STAGES if s in group.files)
+        for path in group.files.values():
+            out[path] = held
+    return out
 
 
 def plan(paths: Iterable[str], checks: list[type[Check]]) -> dict[str, list[type[Check]]]:

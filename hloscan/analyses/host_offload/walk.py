@@ -44,7 +44,8 @@ PURE_MEMORY_OPS = frozenset({
     "async-start", "async-done", "custom-call", "send", "recv", "send-done", "recv-done",
 })
 # Ops allowed between a (dynamic-)slice and its MoveToDevice (loop plumbing since 2025-10).
-_DS_TO_DEVICE_OPS = frozenset({"bitcast", "copy", "tuple", "get-tuple-element", "parameter", "while", "opt-barrier"})
+_DS_TO_DEVICE_OPS = frozenset({"bitcast", "copy", "tuple", "get-tuple-element", "parameter", "while", "opt-barrier",
+                               "call"})  # calls: CallInliner runs before the offloader
 # Caller opcodes whose callee ROOT flows back to the call site (CallGraph callers that matter here).
 _CALLER_OPCODES = frozenset({"call", "while", "conditional", "async-start", "fusion", "custom-call"})
 

@@ -52,6 +52,8 @@ def figure_label(est: KernelEstimate) -> str:
         return "measured scoped VMEM (used_scoped_memory_configs)"
     if est.kind == "whole-array":
         return "scoped VMEM estimate (whole arrays, kernel body not decoded)"
+    if est.internal_bytes and any(n.startswith("allowance") for n in est.notes):
+        return f"scoped VMEM estimate (lower bound; includes a {mib(est.internal_bytes)} allowance for compiler-internal scratch)"
     return "scoped VMEM estimate (lower bound)"
 
 

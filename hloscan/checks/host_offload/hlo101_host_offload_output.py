@@ -8,6 +8,7 @@ from typing import Iterator
 from hloscan.lint.context import Context
 from hloscan.lint.finding import (START_COMPUTATION_KEY, START_KEY, TRACE_KEY, Finding, Related, Severity,
                                   SourceLocation, Span)
+from hloscan.analyses.host_offload.stage import compiler_went_past, past_offloader
 from hloscan.analyses.host_offload.walk import OutputHit, Step, xla_names
 from hloscan.checks.host_offload import HOST_OFFLOAD, context_analysis
 from hloscan.lint.registry import Check, register
@@ -36,6 +37,12 @@ class HostOffloadOutputMismatch(Check):
     The declared output memory space comes from `entry_computation_layout` (S(5) = host), else
     `out_memory_spaces` in the module's frontend_attributes, else the ROOT's printed shape (XLA's parser
     copies it into the entry layout). `--host-outputs 0,2` declares those flat outputs host in addition.
+
+    Stage: the check reads the text before XLA's host offloader (before_optimizations, jax-lowered text,
+    pass dumps up to host-offloader). A dump XLA wrote after the offloader (after_optimizations,
+    after_codegen, a scheduled module, or one whose moves are already copy-start/copy-done DMAs to S(5)) means
+    the offloader succeeded, so nothing is reported there, nor on a before_optimizations file whose
+    after_optimizations/after_codegen sits beside it.
 
     jax's `lowered.as_text()` drops output memory kinds. When a dump states no memory space anywhere
     (no `out_memory_spaces`, no `S(n)` in the entry layout, only frontend `annotate_device_placement`
@@ -90,8 +97,12 @@ class HostOffloadOutputMismatch(Check):
     severity = Severity.ERROR
     xla_error = "E1200"
     family = HOST_OFFLOAD
+    # The offloader decides E1200; after it, the moves are XLA's own DMAs and the walk no longer applies.
+    stage = "before_optimizations"
 
     def run(self, ctx: Context) -> Iterator[Finding]:
+        if past_offloader(ctx.module, ctx.path) or compiler_went_past(ctx.group_stages):
+            return  # XLA's offloader ran and succeeded on this module: E1200 cannot hold
         analysis = context_analysis(ctx, self)
         first = analysis.first_mismatch
         names = xla_names(ctx.module) if analysis.mismatches else {}

@@ -8,6 +8,7 @@ from hloscan.hlo.attrs import parse_frontend_attributes
 from hloscan.lint.context import Context
 from hloscan.lint.finding import Finding, Related, Severity, Span
 from hloscan.hlo.graph import called_computations
+from hloscan.analyses.host_offload.stage import DMA_OPCODES, past_offloader
 from hloscan.analyses.host_offload.walk import HostOffloadAnalysis, Key
 from hloscan.checks.host_offload import HOST_OFFLOAD, context_analysis
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Computation, Instruction, Module
@@ -34,6 +35,10 @@ class ComputeOnHostValue(Check):
     `MoveToDevice` is a DMA back to the device, not compute. Ops already marked
     `_xla_compute_type="host"` (or inside such a call, e.g. jax `compute_on("device_host")`) are deliberate
     and not flagged.
+
+    Stage: the check reads the text before XLA's host offloader. In a dump written after it
+    (after_optimizations, a scheduled module), reads of S(5) buffers are the offloader's own DMAs
+    (`copy-start`/`copy-done`, async `slice`/`dynamic-slice`/`dynamic-update-slice`) and are not flagged.
 
     ## Why it matters
 
@@ -76,12 +81,20 @@ class ComputeOnHostValue(Check):
     name = "compute-on-host-value"
     severity = Severity.WARNING
     family = HOST_OFFLOAD
+    # The offloader decides what becomes host compute; its input is where the question is open.
+    stage = "before_optimizations"
 
     def run(self, ctx: Context) -> Iterator[Finding]:
-        analysis = context_analysis(ctx, self)  # shared with HLO101
         deliberate = _host_computations(ctx.module)
         seen: set[tuple[str, str]] = set()
-        for comp, inst, operand, origin in _candidates(ctx.module, analysis):
+        if past_offloader(ctx.module, ctx.path):
+            # The offloader already ran: reads of S(5) buffers are its async (dynamic-)slice / copy DMAs, and
+            # the walk it replaces no longer applies. Only compute printed on an S(5) operand is left to report.
+            candidates = _printed_host_operands(ctx.module, skip=DMA_OPCODES)
+        else:
+            analysis = context_analysis(ctx, self)  # shared with HLO101
+            candidates = _candidates(ctx.module, analysis)
+        for comp, inst, operand, origin in candidates:
             if (comp.name, inst.name) in seen or comp.name in deliberate or _marked_host(inst):
                 continue
             seen.add((comp.name, inst.name))
@@ -110,9 +123,14 @@ def _candidates(module: Module, analysis: HostOffloadAnalysis):
         parent = analysis.parents.get(key)
         operand = parent[1] if parent is not None and parent[0] == key[0] else "?"
         yield comp, inst, operand, _origin(module, analysis, key)
+    yield from _printed_host_operands(module)
+
+
+def _printed_host_operands(module: Module, skip: frozenset[str] = frozenset()):
+    """Compute whose operand is printed with an S(5) layout."""
     for comp in module.computations:
         for inst in comp.instructions:
-            if inst.opcode in _NOT_COMPUTE:
+            if inst.opcode in _NOT_COMPUTE or inst.opcode in skip:
                 continue
             for pos, operand in enumerate(inst.operands):
                 shape = comp.operand_shape(inst, pos)

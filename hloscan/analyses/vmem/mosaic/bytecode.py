@@ -1042,6 +1042,10 @@ class MosaicKernel:
     producer: str
     mosaic_version: int | None
     op_names: tuple[str, ...] = ()  # distinct operation names in the main function's body
+    # (operation name, vector shape, element type) of every vector value the main body computes, sorted
+    # (an unrolled loop repeats its values):
+    # large ones live in compiler-internal VMEM scratch (hloscan.vmem's intermediate allowance).
+    vector_values: tuple[tuple[str, tuple[int, ...], str], ...] = ()
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -1206,7 +1210,14 @@ def kernel_from_module(module: Module) -> MosaicKernel:
         producer=module.producer,
         mosaic_version=_mosaic_version(module),
         op_names=tuple(sorted({op.name for op in main.walk()} - {main.name})),
+        vector_values=_vector_values(main),
     )
+
+
+def _vector_values(main: Operation) -> tuple[tuple[str, tuple[int, ...], str], ...]:
+    found = [(op.name, tuple(t.shape), type_text(t.element)) for op in main.walk() for t in op.result_types
+             if isinstance(t, ShapedType) and t.kind == "vector"]
+    return tuple(sorted(found))
 
 
 def _mosaic_version(module: Module) -> int | None:

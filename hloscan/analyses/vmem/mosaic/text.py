@@ -33,6 +33,8 @@ _CONSTANT = re.compile(r"(%[\w.$-]+)\s*=\s*arith\.constant\s+(-?\d+)\s*:")
 _RETURN = re.compile(r"\breturn\b([^:\n]*)(?::|\n|$)")
 _OP_AT_LINE = re.compile(r"^\s*(?:%[^=]*=\s*)?\"?([a-z_][\w]*\.[\w.]+)\"?", re.M)
 _MOSAIC_VERSION = re.compile(r"stable_mosaic\.version\s*=\s*(\d+)")
+# `%5 = math.exp %4 : vector<512x512xf32>`: the op's name and its (last printed) vector type.
+_VECTOR_RESULT = re.compile(r"^\s*%[^=\n]*=\s*\"?([a-z_][\w]*\.[\w.]+)\"?[^\n]*vector<((?:\d+x)+)([a-z]\w*)>[^\n<]*$", re.M)
 
 
 def looks_like_mlir_text(data: bytes) -> bool:
@@ -78,7 +80,14 @@ def _read(text: str) -> MosaicKernel:
         producer="mlir-text",
         mosaic_version=int(version.group(1)) if version else None,
         op_names=tuple(sorted(set(_OP_AT_LINE.findall(main["body"])) - {"func.func"})),
+        vector_values=_vector_values(main["body"]),
     )
+
+
+def _vector_values(body: str) -> tuple[tuple[str, tuple[int, ...], str], ...]:
+    found = [(m.group(1), tuple(int(d) for d in m.group(2).rstrip("x").split("x")), m.group(3))
+             for m in _VECTOR_RESULT.finditer(body)]
+    return tuple(sorted(found))
 
 
 # ------------------------------------------------------------------------------------------ structure
