@@ -1,0 +1,497 @@
+"""HBM liveness simulation over a schedule, following XLA's buffer semantics.
+
+Every instruction output leaf is a *value*; values that must share memory (tuple/get-tuple-element/bitcast
+forwarding, in-place dynamic-update-slice, while-loop carried state, entry input/output aliasing, async
+copy pairs) are merged into one *buffer* with a union-find. A buffer lives from its first definition to its
+last use in the flattened schedule (called computations of while/conditional/call are placed inline, as
+XLA's sequential heap simulation does). Buffers of entry parameters and entry outputs are not temporaries;
+buffers outside the default memory space (S(1) VMEM, S(5) host) or moved to host are not in HBM.
+
+Two modes:
+- `scheduled` (after_optimizations, is_scheduled=true): every non-forwarding instruction materialises.
+- `predict` (before_optimizations, jax-lowered HLO): XLA has not fused yet, so cheap ops (elementwise,
+  broadcast, layout changes, slices) are treated as fused into their consumer and only materialise where
+  XLA must give them a buffer (loop state, outputs, in-place updates, custom calls). The text order is
+  the schedule. This is an estimate: XLA's scheduler, fusion and rematerialisation differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...attrs import parse_frontend_attributes, parse_name_list
+from ...ir import Computation, Instruction, Module, Shape
+from ...layout_engine import UnsizedShapeError, default_tiling, minor_to_major, physical_bytes, with_layout
+from ...ir import Layout
+from ...signature import parse_aliases
+
+HBM_SPACE = 0
+HOST_PLACEMENTS = ("pinned_host", "unpinned_host")
+
+# Instructions whose result is (part of) an operand's buffer: no new memory.
+FORWARDING = frozenset({"get-tuple-element", "tuple", "bitcast", "optimization-barrier", "opt-barrier",
+                        "copy-done", "add-dependency", "domain"})
+# Ops XLA fuses into their consumers before it assigns buffers (prediction mode only).
+CHEAP = frozenset({
+    "abs", "add", "and", "atan2", "broadcast", "cbrt", "ceil", "clamp", "compare", "complex", "concatenate",
+    "constant", "convert", "copy", "cosine", "divide", "dynamic-slice", "exponential", "exponential-minus-one",
+    "floor", "imag", "iota", "is-finite", "log", "log-plus-one", "logistic", "maximum", "minimum", "multiply",
+    "negate", "not", "or", "pad", "popcnt", "power", "real", "reduce-precision", "remainder", "reshape",
+    "reverse", "round-nearest-afz", "round-nearest-even", "rsqrt", "select", "shift-left",
+    "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "slice", "sqrt", "subtract", "tan",
+    "tanh", "transpose", "xor", "erf", "bitcast-convert", "stochastic-convert", "clz",
+})
+# Fused computations of these opcodes are part of one instruction, never simulated on their own.
+NOT_INLINED_CALLS = frozenset({"fusion", "reduce", "reduce-window", "map", "sort", "scatter", "select-and-scatter",
+                               "all-reduce", "reduce-scatter", "all-reduce-start", "custom-call"})
+
+
+@dataclass
+class Value:
+    """One array leaf some instruction defines."""
+
+    id: int
+    inst: Instruction
+    comp: Computation
+    shape: Shape
+    bytes: int
+    space: int
+    define: int
+    last_use: int = -1
+    host: bool = False
+
+
+@dataclass
+class Virtual:
+    """A cheap op's result in prediction mode: not a buffer yet, just the buffers it reads."""
+
+    inst: Instruction
+    comp: Computation
+    shape: Shape
+    position: int
+    deps: frozenset[int]
+    materialized: "Tree | None" = None
+
+
+Tree = "int | Virtual | list"
+
+
+@dataclass
+class BufferLife:
+    """A merged buffer: its size, live range and the value that names it."""
+
+    root: int
+    bytes: int
+    start: int
+    end: int
+    value: Value
+    role: str  # "temp", "parameter", "output", "constant", "host", "other-space"
+
+
+@dataclass
+class Simulation:
+    """Result of one simulation: per-buffer lives plus the peak of the temporaries."""
+
+    buffers: list[BufferLife]
+    peak_bytes: int
+    peak_position: int
+    positions: list[tuple[Computation, Instruction]] = field(default_factory=list)
+
+    def live_at_peak(self) -> list[BufferLife]:
+        live = [b for b in self.buffers if b.role == "temp" and b.start <= self.peak_position <= b.end]
+        return sorted(live, key=lambda b: -b.bytes)
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+
+    def add(self) -> int:
+        self.parent.append(len(self.parent))
+        return len(self.parent) - 1
+
+    def find(self, x: int) -> int:
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def leaf_bytes(shape: Shape, default_tiles: bool) -> int:
+    """Physical bytes of an array leaf; an untiled layout gets XLA:TPU's default tiling when asked."""
+    try:
+        if default_tiles and shape.is_array and shape.dims and (shape.layout is None or not shape.layout.tiles):
+            order = minor_to_major(shape)
+            physical = tuple(shape.dims[d] for d in reversed(order))
+            tiles, e_bits = default_tiling(shape.element_type, physical)
+            space = shape.layout.memory_space if shape.layout is not None else 0
+            shape = with_layout(shape, Layout(order, tiles=tiles, element_size_bits=e_bits, memory_space=space))
+        return physical_bytes(shape)
+    except (UnsizedShapeError, ValueError, KeyError):
+        return 0
+
+
+def _host_placement(inst: Instruction) -> str | None:
+    """'host' / 'device' for jax's annotate_device_placement or MoveToHost/MoveToDevice custom calls."""
+    if inst.opcode != "custom-call":
+        return None
+    target = inst.custom_call_target
+    if target == "MoveToHost":
+        return "host"
+    if target == "MoveToDevice":
+        return "device"
+    if target == "annotate_device_placement":
+        placement = parse_frontend_attributes(inst.attr("frontend_attributes")).get("_xla_buffer_placement")
+        return "host" if placement in HOST_PLACEMENTS else "device"
+    return None
+
+
+class Simulator:
+    """Builds values and buffers for one module; `run()` returns the Simulation."""
+
+    def __init__(self, module: Module, predict: bool, generation: str | None = None):
+        self.module = module
+        self.predict = predict
+        self.uf = _UnionFind()
+        self.values: list[Value] = []
+        self.position = 0
+        self.positions: list[tuple[Computation, Instruction]] = []
+        self.comps = module.computations_by_name
+        self.param_roots: set[int] = set()
+        self.output_roots: set[int] = set()
+        self.constant_ids: set[int] = set()
+        self.depth = 0
+
+    # ------------------------------------------------------------------------------------------ values
+
+    def _new(self, inst: Instruction, comp: Computation, shape: Shape) -> Tree:
+        if shape.is_tuple:
+            return [self._new(inst, comp, s) for s in shape.tuple_shapes]
+        vid = self.uf.add()
+        size = leaf_bytes(shape, self.predict) if shape.is_array else 0
+        self.values.append(Value(vid, inst, comp, shape, size, shape.memory_space, self.position))
+        return vid
+
+    def _leaves(self, tree: Tree) -> list[int]:
+        if isinstance(tree, int):
+            return [tree]
+        if isinstance(tree, Virtual):
+            return list(tree.deps)
+        out: list[int] = []
+        for t in tree:
+            out.extend(self._leaves(t))
+        return out
+
+    def _use(self, tree: Tree, position: int | None = None) -> None:
+        at = self.position if position is None else position
+        for vid in self._leaves(tree):
+            v = self.values[vid]
+            v.last_use = max(v.last_use, at)
+
+    def _materialize(self, tree: Tree) -> Tree:
+        """Give every Virtual inside the tree a real buffer (defined where the cheap op stood)."""
+        if isinstance(tree, list):
+            return [self._materialize(t) for t in tree]
+        if not isinstance(tree, Virtual):
+            return tree
+        if tree.materialized is None:
+            saved = self.position
+            self.position = tree.position
+            real = self._new(tree.inst, tree.comp, tree.shape)
+            self._use(list(tree.deps) if tree.deps else [], tree.position)
+            self.position = saved
+            tree.materialized = real
+        return tree.materialized
+
+    def _union_trees(self, a: Tree, b: Tree) -> None:
+        """Merge two trees' buffers leaf by leaf (loop state, aliasing)."""
+        if isinstance(a, list) and isinstance(b, list):
+            for x, y in zip(a, b):
+                self._union_trees(x, y)
+        elif isinstance(a, int) and isinstance(b, int):
+            self.uf.union(a, b)
+
+    # ------------------------------------------------------------------------------------------ walking
+
+    def run(self) -> Simulation:
+        entry = self.module.entry
+        params = {}
+        for number, inst in entry.parameter_instructions.items():
+            tree = self._new(inst, entry, inst.shape) if inst.shape is not None else []
+            params[number] = tree
+            self.param_roots.update(self._leaves(tree))
+        root = self._computation(entry, params)
+        root = self._materialize(root)
+        end = self.position
+        self._use(root, end)
+        self.output_roots.update(self._leaves(root))
+        self._apply_io_aliases(params, root)
+        return self._lives(end)
+
+    def _apply_io_aliases(self, params: dict[int, Tree], root: Tree) -> None:
+        for alias in parse_aliases(self.module.attr("input_output_alias")):
+            out = _subtree(root, alias.output_index)
+            inp = _subtree(params.get(alias.parameter, []), alias.parameter_index)
+            if out is not None and inp is not None:
+                self._union_trees(out, inp)
+
+    def _computation(self, comp: Computation, params: dict[int, Tree]) -> Tree:
+        """Simulate a computation inline; returns the root's tree."""
+        env: dict[str, Tree] = {}
+        self.depth += 1
+        for inst in comp.instructions:
+            env[inst.name] = self._instruction(comp, inst, env, params)
+        self.depth -= 1
+        return env.get(comp.root.name, [])
+
+    def _operand(self, env: dict[str, Tree], comp: Computation, inst: Instruction, i: int) -> Tree:
+        op = inst.operands[i]
+        tree = env.get(op.name, []) if op.name else []
+        for k in op.tuple_index:
+            tree = tree[k] if isinstance(tree, list) and k < len(tree) else []
+        return tree
+
+    def _instruction(self, comp: Computation, inst: Instruction, env: dict[str, Tree],
+                     params: dict[int, Tree]) -> Tree:
+        op = inst.opcode
+        operands = [self._operand(env, comp, inst, i) for i in range(len(inst.operands))]
+        if op == "parameter":
+            number = inst.parameter_number
+            return params.get(number, []) if number is not None else []
+        if op in ("while", "conditional", "call") and self.depth < 64:
+            return self._control(comp, inst, operands)
+        self.positions.append((comp, inst))
+        self.position += 1
+        here = self.position
+        if op == "get-tuple-element":
+            index = int(inst.attr("index", "0") or 0)
+            src = operands[0] if operands else []
+            return src[index] if isinstance(src, list) and index < len(src) else src
+        if op == "tuple":
+            return list(operands)
+        if op in FORWARDING or (op == "bitcast"):
+            return operands[0] if operands else []
+        placement = _host_placement(inst)
+        if placement is not None:
+            return self._placement(comp, inst, operands, placement)
+        if op == "copy-start":
+            src = operands[0] if operands else []
+            self._use(src)
+            dest = self._new(inst, comp, inst.shape.tuple_shapes[0]) if inst.shape and inst.shape.is_tuple else []
+            return [dest, src, []]
+        if op in ("dynamic-update-slice", "scatter") and operands:
+            return self._in_place(comp, inst, operands)
+        if self.predict and op in CHEAP:
+            deps = frozenset(v for t in operands for v in self._leaves(t))
+            return Virtual(inst, comp, inst.shape, here, deps)
+        for t in operands:
+            if self.predict and op in ("custom-call", "sort", "all-reduce", "all-gather", "all-to-all"):
+                self._use(self._materialize(t))
+            else:
+                self._use(t)
+        shared = self._shared_operand(comp, inst, operands)
+        if shared is not None:
+            return shared
+        tree = self._new(inst, comp, inst.shape) if inst.shape is not None else []
+        if op == "constant":
+            self.constant_ids.update(self._leaves(tree))
+        return tree
+
+    def _placement(self, comp: Computation, inst: Instruction, operands: list[Tree], placement: str) -> Tree:
+        src = self._materialize(operands[0]) if operands else []
+        self._use(src)
+        tree = self._new(inst, comp, inst.shape)
+        if placement == "host":
+            for vid in self._leaves(tree):
+                self.values[vid].host = True
+        return tree
+
+    def _in_place(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
+        """dynamic-update-slice/scatter write into operand 0's buffer; a host update makes it a host buffer."""
+        target = self._materialize(operands[0])
+        for t in operands:
+            self._use(t)
+        update = operands[2 if inst.opcode == "scatter" else 1] if len(operands) > 1 else []
+        if any(self.values[v].host for v in self._leaves(update) if not isinstance(update, Virtual)):
+            for vid in self._leaves(target):
+                self.values[vid].host = True
+        if isinstance(target, list) or not self._leaves(target):
+            return self._new(inst, comp, inst.shape)
+        return target
+
+    def _shared_operand(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree | None:
+        """Fusions/custom calls whose output is written in place into an operand (XLA's buffer sharing)."""
+        if inst.opcode == "custom-call":
+            raw = inst.attr("output_to_operand_aliasing")
+            if raw and "{}: (0" in raw.replace(" ", "") and operands:
+                return operands[0] if isinstance(operands[0], int) else None
+            return None
+        if inst.opcode != "fusion":
+            return None
+        called = self.comps.get((parse_name_list(inst.attr("calls")) or [""])[0])
+        if called is None:
+            return None
+        before = len(self.values)
+        result = _fusion_in_place(called, operands, lambda: self._new(inst, comp, inst.shape))
+        if result is not None:
+            kept = set(self._leaves(result))
+            for value in self.values[before:]:
+                if value.id not in kept:
+                    value.bytes = 0  # a fresh leaf the in-place parts replaced
+        return result
+
+    def _control(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
+        """while/conditional/call: the called computations run here, their parameters alias the operands."""
+        op = inst.opcode
+        if op == "while":
+            init = self._materialize(operands[0]) if operands else []
+            self._use(init)
+            cond = self.comps.get(inst.attr("condition") or "")
+            body = self.comps.get(inst.attr("body") or "")
+            if cond is not None:
+                self._computation(cond, {0: init})
+            result = init
+            if body is not None:
+                out = self._materialize(self._computation(body, {0: init}))
+                self._use(out)
+                self._union_trees(init, out)
+            self.positions.append((comp, inst))
+            self.position += 1
+            return result
+        if op == "call":
+            callee = self.comps.get(inst.attr("to_apply") or "")
+            if callee is None or callee.execution_thread not in (None, "main"):
+                return self._opaque(comp, inst, operands)
+            return self._computation(callee, dict(enumerate(operands)))
+        branches = [self.comps.get(n) for n in _branch_names(inst)]
+        self._use(operands[0] if operands else [])
+        out = None
+        for i, branch in enumerate(branches):
+            if branch is None:
+                continue
+            arg = self._materialize(operands[i + 1]) if i + 1 < len(operands) else []
+            result = self._materialize(self._computation(branch, {0: arg}))
+            if out is None:
+                self.positions.append((comp, inst))
+                self.position += 1
+                out = self._new(inst, comp, inst.shape)
+            self._use(result)
+            self._union_trees(out, result)
+        return out if out is not None else self._opaque(comp, inst, operands)
+
+    def _opaque(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
+        self.positions.append((comp, inst))
+        self.position += 1
+        for t in operands:
+            self._use(self._materialize(t))
+        return self._new(inst, comp, inst.shape)
+
+    # ------------------------------------------------------------------------------------------ lives
+
+    def _lives(self, end: int) -> Simulation:
+        groups: dict[int, list[Value]] = {}
+        for v in self.values:
+            groups.setdefault(self.uf.find(v.id), []).append(v)
+        params = {self.uf.find(v) for v in self.param_roots}
+        outputs = {self.uf.find(v) for v in self.output_roots}
+        constants = {self.uf.find(v) for v in self.constant_ids}
+        lives = []
+        for root, members in groups.items():
+            named = min(members, key=lambda v: v.define)
+            size = max(v.bytes for v in members)
+            start = min(v.define for v in members)
+            stop = max(max(v.last_use, v.define) for v in members)
+            if any(v.host for v in members):
+                role = "host"
+            elif any(v.space != HBM_SPACE for v in members):
+                role = "other-space"
+            elif root in params:
+                role = "parameter"
+            elif root in outputs:
+                role = "output"
+            elif root in constants:
+                role = "constant"
+            else:
+                role = "temp"
+            lives.append(BufferLife(root, size, start, stop, named, role))
+        peak, at = _peak([b for b in lives if b.role == "temp"])
+        return Simulation(lives, peak, at, self.positions)
+
+
+def _peak(buffers: list[BufferLife]) -> tuple[int, int]:
+    events: list[tuple[int, int]] = []
+    for b in buffers:
+        events.append((b.start, b.bytes))
+        events.append((b.end + 1, -b.bytes))
+    events.sort(key=lambda e: (e[0], e[1]))
+    live = best = 0
+    at = 0
+    for pos, delta in events:
+        live += delta
+        if live > best:
+            best, at = live, pos
+    return best, at
+
+
+def _subtree(tree: Tree, index: tuple[int, ...]) -> Tree | None:
+    for i in index:
+        if not isinstance(tree, list) or i >= len(tree):
+            return None
+        tree = tree[i]
+    return tree
+
+
+def _branch_names(inst: Instruction) -> list[str]:
+    names = parse_name_list(inst.attr("branch_computations"))
+    if names:
+        return names
+    return [n for n in (inst.attr("true_computation"), inst.attr("false_computation")) if n]
+
+
+def _fusion_in_place(called: Computation, operands: list[Tree], fresh) -> Tree | None:
+    """A fusion whose root (or root tuple element) is a dynamic-update-slice/scatter of a fusion parameter
+    updates that operand's buffer in place (XLA's CanShareBuffer)."""
+    by_name = called.by_name
+
+    def param_of(inst: Instruction) -> int | None:
+        while inst.opcode == "bitcast" and inst.operands:
+            inst = by_name.get(inst.operands[0].name or "", inst)
+            if inst.opcode == "bitcast" and not inst.operands:
+                break
+        return inst.parameter_number if inst.opcode == "parameter" else None
+
+    def in_place(inst: Instruction) -> int | None:
+        if inst.opcode in ("dynamic-update-slice", "scatter") and inst.operands:
+            src = by_name.get(inst.operands[0].name or "")
+            return param_of(src) if src is not None else None
+        return None
+
+    root = called.root
+    if root.opcode != "tuple":
+        k = in_place(root)
+        if k is not None and k < len(operands) and isinstance(operands[k], int):
+            return operands[k]
+        return None
+    parts = []
+    hit = False
+    fresh_tree = None
+    for i, op in enumerate(root.operands):
+        elem = by_name.get(op.name or "")
+        k = in_place(elem) if elem is not None else None
+        if k is not None and k < len(operands) and isinstance(operands[k], int):
+            parts.append(operands[k])
+            hit = True
+        else:
+            if fresh_tree is None:
+                fresh_tree = fresh()
+            parts.append(fresh_tree[i] if isinstance(fresh_tree, list) and i < len(fresh_tree) else [])
+    return parts if hit else None
+
+
+def simulate(module: Module, predict: bool, generation: str | None = None) -> Simulation:
+    return Simulator(module, predict, generation).run()
