@@ -7,7 +7,7 @@ import importlib
 import click
 
 # Explicit list (greppable); each module defines `register(group: click.Group) -> None`.
-COMMAND_MODULES = ("layout", "vmem", "rules", "explain", "graph")
+COMMAND_MODULES = ("layout", "vmem", "rules", "explain", "graph", "hbm")
 
 
 def register_all(group: click.Group) -> None:

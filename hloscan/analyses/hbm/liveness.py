@@ -477,20 +477,16 @@ def _fusion_in_place(called: Computation, operands: list[Tree], fresh) -> Tree |
         if k is not None and k < len(operands) and isinstance(operands[k], int):
             return operands[k]
         return None
-    parts = []
-    hit = False
-    fresh_tree = None
-    for i, op in enumerate(root.operands):
+    targets = []
+    for op in root.operands:
         elem = by_name.get(op.name or "")
         k = in_place(elem) if elem is not None else None
-        if k is not None and k < len(operands) and isinstance(operands[k], int):
-            parts.append(operands[k])
-            hit = True
-        else:
-            if fresh_tree is None:
-                fresh_tree = fresh()
-            parts.append(fresh_tree[i] if isinstance(fresh_tree, list) and i < len(fresh_tree) else [])
-    return parts if hit else None
+        targets.append(k if k is not None and k < len(operands) and isinstance(operands[k], int) else None)
+    if all(k is None for k in targets):
+        return None
+    fresh_tree = fresh()
+    return [operands[k] if k is not None else (fresh_tree[i] if isinstance(fresh_tree, list) else [])
+            for i, k in enumerate(targets)]
 
 
 def simulate(module: Module, predict: bool, generation: str | None = None) -> Simulation:
