@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ..analyses.hbm import GENERATIONS, HbmResult, analyze_modules, human
@@ -18,17 +19,26 @@ _OPTIONS: dict[str, Option] = {
     "margin": Option(float, TIGHT_MARGIN, "Share of HBM capacity that must stay free (HLO402)."),
 }
 
-_EXAMPLE = """
-```
-HloModule big, is_scheduled=true, entry_computation_layout={(f32[4096,1048576]{1,0:T(8,128)})->f32[]}
-ENTRY %main (p: f32[4096,1048576]) -> f32[] {
-  %p = f32[4096,1048576]{1,0:T(8,128)} parameter(0)
-  %e = f32[4096,1048576]{1,0:T(8,128)} exponential(%p)
-  %z = f32[] constant(0)
-  ROOT %r = f32[] reduce(%e, %z), dimensions={0,1}, to_apply=%add
-}
-```
-16 GiB argument + a 16 GiB temporary: 32 GiB, over v5e's 15.75G and v6e's 31.25G."""
+def _module(rows: int, tpu: str) -> str:
+    """A scheduled module with an f32[rows, 1M] argument and a temporary of the same size (rows x 4 MiB each)."""
+    text = f"""```hlo tpu="{tpu}"
+HloModule big, is_scheduled=true, entry_computation_layout={{(f32[{rows},1048576]{{1,0:T(8,128)}})->f32[]{{:T(128)}}}}
+
+%add (l: f32[], r: f32[]) -> f32[] {{
+  %l = f32[] parameter(0)
+  %r = f32[] parameter(1)
+  ROOT %s = f32[] add(%l, %r)
+}}
+
+ENTRY %main (p: f32[{rows},1048576]) -> f32[] {{
+  %p = f32[{rows},1048576]{{1,0:T(8,128)}} parameter(0)
+  %e = f32[{rows},1048576]{{1,0:T(8,128)}} exponential(%p)
+  %z = f32[]{{:T(128)}} constant(0)
+  ROOT %red = f32[]{{:T(128)}} reduce(%e, %z), dimensions={{0,1}}, to_apply=%add
+}}
+```"""
+    # Indented so inspect.cleandoc strips the docstring's 4 spaces evenly.
+    return textwrap.indent(text, "    ").lstrip()
 
 
 def _results(ctx: "Context", check: "type[Check] | Check") -> list[tuple[HbmResult, str]]:
@@ -73,12 +83,14 @@ class HbmOutOfMemory(Check):
     The compile fails after the whole program has been traced and optimised; on a real job that is minutes lost.
 
     ## Example
-    {_EXAMPLE}
+    A 16 GiB argument and a 16 GiB temporary on v5e (32G > 15.75G):
+    {_module(4096, "v5e")}
 
     ## Fix
-    Donate the arguments the outputs replace, checkpoint (rematerialise) or offload to host the activations
+    A quarter of the rows (8G, 51% of v5e's HBM); in a real program: donate the arguments the outputs replace, checkpoint (rematerialise) or offload to host the activations
     live at the peak, shard parameters and optimizer state, or shrink the batch. The finding lists the
     largest buffers live at the peak with their Python lines.
+    {_module(1024, "v5e")}
 
     ## Options
     `tpu` comes from `--tpu` (default v5e, assumed).
@@ -112,10 +124,13 @@ class HbmTight(Check):
     A small change (batch, sequence length, a jax upgrade) turns it into "Ran out of memory on HBM".
 
     ## Example
-    {_EXAMPLE.replace("4096,1048576", "3840,1048576")}
+    15 GiB argument + 15 GiB temporary on v6e: 30G of 31.25G (96%):
+    {_module(3840, "v6e")}
 
     ## Fix
-    Same levers as HLO401: donation, remat/offload of the activations live at the peak, sharding, smaller batch.
+    Same levers as HLO401 (donation, remat/offload of the activations live at the peak, sharding, smaller
+    batch); here 3072 rows, 24G (77%):
+    {_module(3072, "v6e")}
 
     ## Options
     `margin` (default 0.10): the share of capacity that must stay free. `tpu` comes from `--tpu`.

@@ -26,6 +26,7 @@ from ...ir import Layout
 from ...signature import parse_aliases
 
 HBM_SPACE = 0
+HOST_SPACE = 5  # S(5)
 HOST_PLACEMENTS = ("pinned_host", "unpinned_host")
 
 # Instructions whose result is (part of) an operand's buffer: no new memory.
@@ -406,7 +407,7 @@ class Simulator:
             size = max(v.bytes for v in members)
             start = min(v.define for v in members)
             stop = max(max(v.last_use, v.define) for v in members)
-            if any(v.host for v in members):
+            if any(v.host or v.space == HOST_SPACE for v in members):
                 role = "host"
             elif any(v.space != HBM_SPACE for v in members):
                 role = "other-space"
