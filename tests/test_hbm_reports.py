@@ -29,6 +29,9 @@ def test_sibling_uses_the_dump_prefix(tmp_path):
     (tmp_path / "module_0001.jit_f.memory-usage-report.txt").write_text("x")
     (tmp_path / "module_0002.jit_g.memory-usage-report.txt").write_text("y")
     assert sibling(str(dump), "memory-usage-report.txt").endswith("module_0001.jit_f.memory-usage-report.txt")
+    # XLA's own naming wins: `<prefix>after_optimizations-memory-usage-report.txt`.
+    (tmp_path / "module_0001.jit_f.after_optimizations-memory-usage-report.txt").write_text("z")
+    assert sibling(str(dump), "memory-usage-report.txt").endswith("jit_f.after_optimizations-memory-usage-report.txt")
 
 
 def test_parsers_ignore_other_spaces_and_trailing_sections():

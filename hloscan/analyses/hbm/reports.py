@@ -106,7 +106,9 @@ def sibling(path: str, name: str) -> str | None:
     for suffix in _STAGE_SUFFIXES:
         if base.endswith(suffix):
             prefix = base[: -len(suffix)]
-            for candidate in (prefix + name, prefix + name + ".xz"):
+            # XLA writes `<prefix>after_optimizations-<name>`; tpu-oracle case folders hold bare `<name>`.
+            names = (prefix + "after_optimizations-" + name, prefix + name)
+            for candidate in (n + ext for n in names for ext in ("", ".xz")):
                 full = os.path.join(folder, candidate)
                 if os.path.exists(full):
                     return full
