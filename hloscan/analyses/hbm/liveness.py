@@ -127,14 +127,22 @@ def leaf_bytes(shape: Shape, default_tiles: bool) -> int:
     """Physical bytes of an array leaf; an untiled layout gets XLA:TPU's default tiling when asked."""
     try:
         if default_tiles and shape.is_array and shape.dims and (shape.layout is None or not shape.layout.tiles):
-            order = minor_to_major(shape)
-            physical = tuple(shape.dims[d] for d in reversed(order))
-            tiles, e_bits = default_tiling(shape.element_type, physical)
-            space = shape.layout.memory_space if shape.layout is not None else 0
-            shape = with_layout(shape, Layout(order, tiles=tiles, element_size_bits=e_bits, memory_space=space))
+            # XLA's layout assignment has not run yet: it avoids tiny minor dimensions, so take the
+            # cheapest of the given order, row-major, and largest-dimensions-minor.
+            rank = len(shape.dims)
+            orders = {minor_to_major(shape), tuple(range(rank - 1, -1, -1)),
+                      tuple(sorted(range(rank), key=lambda d: (-shape.dims[d], -d)))}
+            return min(_tiled_bytes(shape, order) for order in orders)
         return physical_bytes(shape)
     except (UnsizedShapeError, ValueError, KeyError):
         return 0
+
+
+def _tiled_bytes(shape: Shape, order: tuple[int, ...]) -> int:
+    physical = tuple(shape.dims[d] for d in reversed(order))
+    tiles, e_bits = default_tiling(shape.element_type, physical)
+    space = shape.layout.memory_space if shape.layout is not None else 0
+    return physical_bytes(with_layout(shape, Layout(order, tiles=tiles, element_size_bits=e_bits, memory_space=space)))
 
 
 def _host_placement(inst: Instruction) -> str | None:
@@ -285,6 +293,12 @@ class Simulator:
             self._use(src)
             dest = self._new(inst, comp, inst.shape.tuple_shapes[0]) if inst.shape and inst.shape.is_tuple else []
             return [dest, src, []]
+        if op == "async-start" or (op.endswith("-start") and _is_async_tuple(inst.shape, len(operands))):
+            return self._async_start(comp, inst, operands)
+        if op == "async-done" or (op.endswith("-done") and op != "copy-done"):
+            src = operands[0] if operands else []
+            self._use(src)
+            return src[1] if isinstance(src, list) and len(src) > 1 else src
         if op in ("dynamic-update-slice", "scatter") and operands:
             return self._in_place(comp, inst, operands)
         if self.predict and op in CHEAP:
@@ -302,6 +316,15 @@ class Simulator:
         if op == "constant":
             self.constant_ids.update(self._leaves(tree))
         return tree
+
+    def _async_start(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
+        """((operands), output, context): {0} are the operands' own buffers, {1} is the new result."""
+        for t in operands:
+            self._use(self._materialize(t))
+        shape = inst.shape
+        if shape is None or not shape.is_tuple or len(shape.tuple_shapes) < 2:
+            return self._new(inst, comp, shape) if shape is not None else []
+        return [list(operands), self._new(inst, comp, shape.tuple_shapes[1]), []]
 
     def _placement(self, comp: Computation, inst: Instruction, operands: list[Tree], placement: str) -> Tree:
         src = self._materialize(operands[0]) if operands else []
@@ -422,6 +445,12 @@ class Simulator:
             lives.append(BufferLife(root, size, start, stop, named, role))
         peak, at = _peak([b for b in lives if b.role == "temp"])
         return Simulation(lives, peak, at, self.positions)
+
+
+def _is_async_tuple(shape: Shape | None, n_operands: int) -> bool:
+    """An async-start style result: a tuple whose first element is the tuple of the operands."""
+    return (shape is not None and shape.is_tuple and len(shape.tuple_shapes) >= 2
+            and shape.tuple_shapes[0].is_tuple and len(shape.tuple_shapes[0].tuple_shapes) == n_operands)
 
 
 def _peak(buffers: list[BufferLife]) -> tuple[int, int]:
