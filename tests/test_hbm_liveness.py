@@ -37,7 +37,8 @@ def test_loop_figures_and_live_at_peak_name_the_python_line():
     assert r.aliased_bytes == TILE
     assert r.outputs_bytes == TILE + 4 * TILE + 512     # two leaves + v5e's 512-byte tuple table
     assert r.temporaries_bytes == TILE
-    assert r.live_at_peak[0].bytes == TILE and r.live_at_peak[0].source == "model.py:20"
+    # The peak (one 128 KiB temporary) is reached in the body (%t) and after the loop (%tmp).
+    assert r.live_at_peak[0].bytes == TILE and r.live_at_peak[0].source in ("model.py:12", "model.py:20")
     assert r.verdict == "ok"
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ...attrs import parse_frontend_attributes, parse_name_list
 from ...ir import Computation, Instruction, Module, Shape
-from ...layout_engine import UnsizedShapeError, default_tiling, minor_to_major, physical_bytes, with_layout
+from ...layout_engine import UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes, with_layout
 from ...ir import Layout
 from ...signature import parse_aliases
 
@@ -175,6 +175,9 @@ class Simulator:
         self.output_roots: set[int] = set()
         self.constant_ids: set[int] = set()
         self.depth = 0
+        # Loop-invariant converts XLA hoists out of while loops (and CSEs across loops): leaf -> hoisted copy.
+        self.invariants: list[tuple[int, set[int]]] = []  # (while start position, invariant leaf ids)
+        self.hoisted: dict[tuple[int, str], int] = {}
 
     # ------------------------------------------------------------------------------------------ values
 
@@ -224,6 +227,10 @@ class Simulator:
                 self._union_trees(x, y)
         elif isinstance(a, int) and isinstance(b, int):
             self.uf.union(a, b)
+
+    def _callee(self, name: str | None) -> Computation | None:
+        """A called computation by its attribute value (`%name` or `name`)."""
+        return self.comps.get((name or "").strip().lstrip("%"))
 
     # ------------------------------------------------------------------------------------------ walking
 
@@ -303,6 +310,8 @@ class Simulator:
             return self._in_place(comp, inst, operands)
         if self.predict and op in CHEAP:
             deps = frozenset(v for t in operands for v in self._leaves(t))
+            if op == "convert" and self.invariants:
+                deps = self._hoist_convert(inst, deps)
             return Virtual(inst, comp, inst.shape, here, deps)
         for t in operands:
             if self.predict and op in ("custom-call", "sort", "all-reduce", "all-gather", "all-to-all"):
@@ -316,6 +325,44 @@ class Simulator:
         if op == "constant":
             self.constant_ids.update(self._leaves(tree))
         return tree
+
+    def _hoist_convert(self, inst: Instruction, deps: frozenset[int]) -> frozenset[int]:
+        """A convert of (a slice of) a loop-invariant array: XLA converts the whole array once, before the
+        outermost loop, and every loop reading the same array shares that copy."""
+        big = [v for v in deps if self.values[v].bytes > 4096]
+        if len(big) != 1 or inst.shape is None or not inst.shape.is_array:
+            return deps
+        leaf = big[0]
+        starts = [start for start, ids in self.invariants if leaf in ids]
+        src = self.values[leaf]
+        # XLA's while-loop invariant code motion does not hoist size-inflating ops (bf16 -> f32).
+        if not starts or element_bits(inst.shape) >= element_bits(src.shape):
+            return deps
+        key = (self.uf.find(leaf), inst.shape.element_type)
+        if key not in self.hoisted:
+            saved = self.position
+            self.position = min(starts)
+            shape = Shape(inst.shape.element_type, src.shape.dims, src.shape.dynamic, src.shape.layout)
+            self.hoisted[key] = self._new(inst, self.module.entry, shape)
+            self.position = saved
+        hoisted = self.hoisted[key]
+        self._use(leaf, self.values[hoisted].define)
+        return deps - {leaf} | {hoisted}
+
+    def _invariant_leaves(self, body: Computation, init: Tree) -> set[int]:
+        """Leaves of the loop state the body passes through unchanged (root element k = gte(param, k))."""
+        root = body.root
+        params = body.parameter_instructions
+        param = params.get(0)
+        if root.opcode != "tuple" or param is None or not isinstance(init, list):
+            return set()
+        out: set[int] = set()
+        for k, op in enumerate(root.operands):
+            elem = body.by_name.get(op.name or "")
+            if (elem is not None and elem.opcode == "get-tuple-element" and elem.operands
+                    and elem.operands[0].name == param.name and elem.attr("index") == str(k) and k < len(init)):
+                out.update(self._leaves(init[k]))
+        return out
 
     def _async_start(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
         """((operands), output, context): {0} are the operands' own buffers, {1} is the new result."""
@@ -341,7 +388,9 @@ class Simulator:
         for t in operands:
             self._use(t)
         update = operands[2 if inst.opcode == "scatter" else 1] if len(operands) > 1 else []
-        if any(self.values[v].host for v in self._leaves(update) if not isinstance(update, Virtual)):
+        # The update may reach the DUS through fused reshapes/broadcasts: a host-annotated value among its
+        # inputs makes the target a host buffer (XLA's host offloader moves the whole stacked array).
+        if any(self.values[v].host for v in self._leaves(update)):
             for vid in self._leaves(target):
                 self.values[vid].host = True
         if isinstance(target, list) or not self._leaves(target):
@@ -357,7 +406,7 @@ class Simulator:
             return None
         if inst.opcode != "fusion":
             return None
-        called = self.comps.get((parse_name_list(inst.attr("calls")) or [""])[0])
+        called = self._callee((parse_name_list(inst.attr("calls")) or [""])[0])
         if called is None:
             return None
         before = len(self.values)
@@ -375,24 +424,28 @@ class Simulator:
         if op == "while":
             init = self._materialize(operands[0]) if operands else []
             self._use(init)
-            cond = self.comps.get(inst.attr("condition") or "")
-            body = self.comps.get(inst.attr("body") or "")
+            cond = self._callee(inst.attr("condition"))
+            body = self._callee(inst.attr("body"))
             if cond is not None:
                 self._computation(cond, {0: init})
             result = init
             if body is not None:
+                if self.predict:
+                    self.invariants.append((self.position, self._invariant_leaves(body, init)))
                 out = self._materialize(self._computation(body, {0: init}))
+                if self.predict:
+                    self.invariants.pop()
                 self._use(out)
                 self._union_trees(init, out)
             self.positions.append((comp, inst))
             self.position += 1
             return result
         if op == "call":
-            callee = self.comps.get(inst.attr("to_apply") or "")
+            callee = self._callee(inst.attr("to_apply"))
             if callee is None or callee.execution_thread not in (None, "main"):
                 return self._opaque(comp, inst, operands)
             return self._computation(callee, dict(enumerate(operands)))
-        branches = [self.comps.get(n) for n in _branch_names(inst)]
+        branches = [self._callee(n) for n in _branch_names(inst)]
         self._use(operands[0] if operands else [])
         out = None
         for i, branch in enumerate(branches):
