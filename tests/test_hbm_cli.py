@@ -98,3 +98,11 @@ def test_explain_maps_the_message_to_the_dump():
 
 def test_bare_code_names_the_predicting_rule():
     assert "HLO401" in _run("explain", "E1000").output
+
+
+def test_graph_draws_the_peak_instruction_of_the_finding(tmp_path):
+    out = tmp_path / "g.dot"
+    result = _run("graph", "--finding", "1", str(BIG), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert 'id="main/e"' in text and 'xlabel="HLO401 here"' in text

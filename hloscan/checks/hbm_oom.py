@@ -65,7 +65,9 @@ def _finding(check: Check, ctx: "Context", r: HbmResult, message: str) -> Findin
                 comp, inst = c, i
                 break
     hint = "; ".join(fix_hints(r))
-    return check.finding(ctx, comp, inst, message, hint=hint, data=r.to_json())
+    data = r.to_json()
+    data["dump"] = data.pop("path")  # `path` in finding data means a dataflow path to `hloscan graph`
+    return check.finding(ctx, comp, inst, message, hint=hint, data=data)
 
 
 @register
