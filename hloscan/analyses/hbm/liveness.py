@@ -187,7 +187,9 @@ class Simulator:
 
     # ------------------------------------------------------------------------------------------ values
 
-    def _new(self, inst: Instruction, comp: Computation, shape: Shape) -> Tree:
+    def _new(self, inst: Instruction, comp: Computation, shape: Shape | None) -> Tree:
+        if shape is None:  # instruction printed without a shape: nothing to size
+            return []
         if shape.is_tuple:
             return [self._new(inst, comp, s) for s in shape.tuple_shapes]
         vid = self.uf.add()
