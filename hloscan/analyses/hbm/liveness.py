@@ -184,6 +184,7 @@ class Simulator:
         # Loop-invariant converts XLA hoists out of while loops (and CSEs across loops): leaf -> hoisted copy.
         self.invariants: list[tuple[int, set[int]]] = []  # (while start position, invariant leaf ids)
         self.hoisted: dict[tuple[int, str], int] = {}
+        self.user_counts: dict[str, dict[str, int]] = {}
 
     # ------------------------------------------------------------------------------------------ values
 
@@ -357,24 +358,53 @@ class Simulator:
         self._use(leaf, self.values[hoisted].define)
         return deps - {leaf} | {hoisted}
 
-    def _copy_shared_state(self, comp: Computation, inst: Instruction, body: Computation, init: Tree) -> Tree:
+    def _clone_constants(self, slots: list, fresh: set[int]) -> list:
+        """Loop state initialised from a broadcast constant (zeros for accumulators): XLA clones the
+        broadcast next to each loop instead of keeping one buffer alive from its first use."""
+        out = []
+        for k, t in enumerate(slots):
+            if isinstance(t, Virtual) and t.inst.opcode in ("broadcast", "iota", "constant") and all(
+                    self.values[v].bytes <= 4096 for v in t.deps):
+                t = self._new(t.inst, t.comp, t.shape)
+                fresh.add(k)
+            out.append(t)
+        return out
+
+    def _copy_shared_state(self, comp: Computation, inst: Instruction, body: Computation, init: Tree,
+                           fresh: set[int] = frozenset()) -> Tree:
         """XLA's copy insertion: a loop-state element the body updates gets its own buffer when its initial
         buffer also sits in another state slot (one zeros broadcast for two accumulators) or is an entry
         parameter; prediction mode only (a scheduled dump shows the copies)."""
         if not isinstance(init, list):
             return init
         invariant = self._invariant_slots(body, len(init))
+        shared = self._shared_init_slots(comp, inst)
         seen: set[int] = set()
         out = []
         for k, slot in enumerate(init):
-            if isinstance(slot, int) and k not in invariant:
+            if isinstance(slot, int) and k not in invariant and k not in fresh:
                 root = self.uf.find(slot)
-                if root in seen or slot in self.param_roots:
+                if root in seen or slot in self.param_roots or k in shared:
                     slot = self._new(inst, comp, self.values[slot].shape)
                     self._use(init[k])
                 seen.add(self.uf.find(slot))
             out.append(slot)
         return out
+
+    def _shared_init_slots(self, comp: Computation, inst: Instruction) -> set[int]:
+        """Slots of the while's init tuple whose value other instructions also read: the loop must not
+        update that buffer in place."""
+        users = self.user_counts.get(comp.name)
+        if users is None:
+            users = {}
+            for other in comp.instructions:
+                for name in set(other.operand_names):
+                    users[name] = users.get(name, 0) + 1
+            self.user_counts[comp.name] = users
+        tup = comp.by_name.get(inst.operands[0].name or "") if inst.operands else None
+        if tup is None or tup.opcode != "tuple":
+            return set()
+        return {k for k, op in enumerate(tup.operands) if users.get(op.name or "", 0) > 1}
 
     def _invariant_slots(self, body: Computation, n: int) -> set[int]:
         root = body.root
@@ -469,6 +499,9 @@ class Simulator:
         """while/conditional/call: the called computations run here, their parameters alias the operands."""
         op = inst.opcode
         if op == "while":
+            fresh: set[int] = set()
+            if self.predict and operands and isinstance(operands[0], list):
+                operands = [self._clone_constants(operands[0], fresh)] + operands[1:]
             init = self._materialize(operands[0]) if operands else []
             self._use(init)
             cond = self._callee(inst.attr("condition"))
@@ -476,7 +509,7 @@ class Simulator:
             if cond is not None:
                 self._computation(cond, {0: init})
             if body is not None and self.predict:
-                init = self._copy_shared_state(comp, inst, body, init)
+                init = self._copy_shared_state(comp, inst, body, init, fresh)
             result = init
             if body is not None:
                 if self.predict:
