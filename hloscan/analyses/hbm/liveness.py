@@ -347,7 +347,10 @@ class Simulator:
         # XLA's while-loop invariant code motion does not hoist size-inflating ops (bf16 -> f32).
         if not starts or element_bits(inst.shape) >= element_bits(src.shape):
             return deps
-        key = (self.uf.find(leaf), inst.shape.element_type)
+        # Buffers merge as the walk goes on, so match earlier hoists by their current representative.
+        root = self.uf.find(leaf)
+        key = next((k for k in self.hoisted if k[1] == inst.shape.element_type and self.uf.find(k[0]) == root),
+                   (leaf, inst.shape.element_type))
         if key not in self.hoisted:
             saved = self.position
             self.position = min(starts)
