@@ -344,8 +344,9 @@ class Simulator:
         leaf = big[0]
         starts = [start for start, ids in self.invariants if leaf in ids]
         src = self.values[leaf]
-        # XLA's while-loop invariant code motion does not hoist size-inflating ops (bf16 -> f32).
-        if not starts or element_bits(inst.shape) >= element_bits(src.shape):
+        # Seen in the oracle: XLA converts loop-invariant *entry parameters* (weights) once, outside the
+        # loops, but not loop-invariant temporaries (a scan's residual stack), and never widens (bf16 -> f32).
+        if not starts or leaf not in self.param_roots or element_bits(inst.shape) >= element_bits(src.shape):
             return deps
         # Buffers merge as the walk goes on, so match earlier hoists by their current representative.
         root = self.uf.find(leaf)
