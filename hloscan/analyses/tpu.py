@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 KIB = 1024
 MIB = 1024 * KIB
+GIB = 1024 * MIB
 
 # Without --tpu the analyses assume the most common Pallas target; findings say so because limits differ 2x.
 DEFAULT_TPU = "v5e"
@@ -34,6 +35,9 @@ class TpuGeneration:
     # A tuple's pointer table (4 bytes per element) is rounded up to this many bytes by TPU buffer
     # assignment: 512 on v4/v5e, 32 on v5p/v6e/v7x (oracle buffer assignments).
     tuple_table_granule: int = 32
+    # HBM XLA reports available to one program ("exceeds available HBM (15.75G)"); G is GiB. Read from the
+    # compiler's own OOM messages for a 1 TiB program (compile-only; v5p measured at 95.74G).
+    hbm_capacity: int = 0
 
 
 # Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
@@ -41,12 +45,15 @@ class TpuGeneration:
 # scratch capacity is larger; 96 MiB is the figure jax's pipelining doc gives (tpu_info says 64).
 GENERATIONS: dict[str, TpuGeneration] = {
     "v4": TpuGeneration("v4", 16 * MIB, 16 * MIB, 16 * MIB, 1, False, compact_columns=False,
-                        upcast_8bit_scratch=True, tuple_table_granule=512),
+                        upcast_8bit_scratch=True, tuple_table_granule=512, hbm_capacity=int(15.25 * GIB)),
     # v5e: "Used 176.82M of 128.00M vmem" (tpu-oracle/real)
-    "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB, 128 * MIB, 1, True, tuple_table_granule=512),
-    "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False),
-    "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True),
-    "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False),
+    "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB, 128 * MIB, 1, True, tuple_table_granule=512,
+                         hbm_capacity=int(15.75 * GIB)),
+    "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False,
+                         hbm_capacity=int(95.74 * GIB)),
+    "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True, hbm_capacity=int(31.25 * GIB)),
+    "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False,
+                         hbm_capacity=int(94.75 * GIB)),
 }
 
 # Other names users and tools print for the same chips (jax device_kind, Cloud TPU names, libtpu topologies).

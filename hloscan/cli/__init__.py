@@ -6,7 +6,7 @@ from __future__ import annotations
 import hloscan.checks  # noqa: F401  (registers every check and rule family before flags are generated)
 from hloscan.cli.main import main
 from hloscan.hlo import gcpause
-from hloscan.cli import check, explain, graph, layout, rules, vmem  # noqa: F401,E402  (each adds its commands)
+from hloscan.cli import check, explain, graph, hbm, layout, rules, vmem  # noqa: F401,E402  (each adds its commands)
 
 
 def run() -> None:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import click
 
 from hloscan.analyses import xla_errors
+from hloscan.analyses.hbm import explain as explain_e1000
 from hloscan.analyses.host_offload import explain as explain_e1200
 from hloscan.analyses.layouts import explain as e0102
 from hloscan.analyses.vmem import explain as explain_e1001
@@ -99,8 +100,14 @@ def explain_e1001_message(req: Request) -> Explained | None:
     return None if e is None else Explained("E1001", explain_e1001.render_text(e), {"kind": "E1001", **e.to_json()})
 
 
+def explain_e1000_message(req: Request) -> Explained | None:
+    e = explain_e1000.explain_hbm_oom(req.text, req.modules if req.dump else None, req.dump)
+    return None if e is None else Explained("E1000", explain_e1000.render_text(e), {"kind": "E1000", **e.to_json()})
+
+
 # Tried in order; the first that recognises the text answers.
-EXPLAINERS: tuple[Explainer, ...] = (explain_code, explain_e0102_message, explain_e1200_message, explain_e1001_message)
+EXPLAINERS: tuple[Explainer, ...] = (explain_code, explain_e0102_message, explain_e1200_message, explain_e1001_message,
+                                     explain_e1000_message)
 
 
 # ------------------------------------------------------------------------------------------ E0102 and dump

@@ -1,0 +1,93 @@
+"""Per-module HBM figures: XLA's own report when present, else a simulation (scheduled dump) or a
+prediction (before optimizations / jax-lowered HLO)."""
+
+from __future__ import annotations
+
+import os
+
+from hloscan.hlo.attrs import parse_metadata
+from hloscan.hlo.ir import Module
+from hloscan.analyses.tpu import generation as tpu_generation
+from hloscan.hlo.layout import tuple_table_bytes
+from hloscan.hlo.signature import Signature, module_signature
+from hloscan.hlo.source import source_location
+from hloscan.analyses.hbm.capacity import DEFAULT_GENERATION, capacity_bytes, verdict
+from hloscan.analyses.hbm.liveness import HBM_SPACE, BufferLife, Simulation, simulate
+from hloscan.analyses.hbm.model import HbmResult, LiveBuffer
+from hloscan.analyses.hbm.reports import XlaReport, read_report
+
+LIVE_LIMIT = 10
+
+
+def stage_of(path: str, module: Module) -> str:
+    base = os.path.basename(path)
+    for stage in ("before_optimizations", "after_optimizations"):
+        if stage in base:
+            return stage
+    return "after_optimizations" if module.attr("is_scheduled") == "true" else "before_optimizations"
+
+
+def entry_figures(sig: Signature, generation: str, module: Module) -> tuple[int, int, int]:
+    """Arguments, outputs and aliased bytes in HBM, as memory_analysis() counts them (tuple tables included)."""
+    args = sum(p.bytes for p in sig.parameters if p.memory_space == HBM_SPACE)
+    outs = sum(o.bytes for o in sig.outputs if o.memory_space == HBM_SPACE)
+    aliased = sum(o.bytes for o in sig.outputs if o.memory_space == HBM_SPACE and o.aliases)
+    granule = tpu_generation(generation).tuple_table_granule
+    root = module.entry.root.shape
+    if root is not None and root.is_tuple:
+        outs += tuple_table_bytes(root, granule)
+    for inst in module.entry.parameter_instructions.values():
+        if inst.shape is not None and inst.shape.is_tuple:
+            args += tuple_table_bytes(inst.shape, granule)
+    return args, outs, aliased
+
+
+def analyze_module(module: Module, path: str, generation: str | None, use_reports: bool = True,
+                   report: XlaReport | None = None) -> HbmResult:
+    gen = generation or DEFAULT_GENERATION
+    stage = stage_of(path, module)
+    sig = module_signature(module, resolve_source=lambda m, i: None)
+    args, outs, aliased = entry_figures(sig, gen, module)
+    scheduled = module.attr("is_scheduled") == "true"
+    sim = simulate(module, predict=not scheduled, generation=gen)
+    own_outputs = sum(b.bytes for b in sim.buffers if b.role == "output")
+    constants = sum(b.bytes for b in sim.buffers if b.role == "constant")
+    temps = sim.peak_bytes
+    total = args + min(own_outputs, max(outs - aliased, 0)) + temps + constants
+    kind = "simulated" if scheduled else "predicted"
+    notes = []
+    if use_reports and report is not None and report.total_bytes is not None:
+        kind = "exact"
+        total = report.total_bytes
+        temps = report.temp_heap_bytes or temps
+        notes.append(f"figures from {os.path.basename(report.path)}")
+    cap = capacity_bytes(gen)
+    result = HbmResult(path, module.name, stage, kind, gen, generation is None, cap, args, outs, aliased, temps,
+                       total, total, verdict(total, cap), notes=notes)
+    result.live_at_peak = live_buffers(module, sim)
+    if sim.positions and 0 < sim.peak_position <= len(sim.positions):
+        comp, inst = sim.positions[sim.peak_position - 1]
+        result.peak_instruction, result.peak_line = inst.name, inst.line
+    return result
+
+
+def live_buffers(module: Module, sim: Simulation, limit: int = LIVE_LIMIT) -> list[LiveBuffer]:
+    return [_live(module, b) for b in sim.live_at_peak()[:limit]]
+
+
+def _live(module: Module, life: BufferLife) -> LiveBuffer:
+    inst = life.value.inst
+    op_name = parse_metadata(inst.attr("metadata")).get("op_name")
+    try:
+        loc = source_location(module, inst)
+    except Exception:  # noqa: BLE001 - a broken stack-frame table must not break the figures
+        loc = None
+    return LiveBuffer(inst.name, life.value.shape.to_text(), life.bytes, str(op_name) if op_name else None,
+                      None if loc is None else str(loc), inst.line, life.value.comp.name)
+
+
+def analyze_modules(modules: list[Module], path: str, generation: str | None,
+                    use_reports: bool = True) -> list[HbmResult]:
+    """One result per module; a sibling report describes the file's one compiled module only."""
+    report = read_report(path) if use_reports and len(modules) == 1 else None
+    return [analyze_module(m, path, generation, use_reports, report) for m in modules]

@@ -1,0 +1,687 @@
+"""HBM liveness simulation over a schedule, following XLA's buffer semantics.
+
+Every instruction output leaf is a *value*; values that must share memory (tuple/get-tuple-element/bitcast
+forwarding, in-place dynamic-update-slice, while-loop carried state, entry input/output aliasing, async
+copy pairs) are merged into one *buffer* with a union-find. A buffer lives from its first definition to its
+last use in the flattened schedule (called computations of while/conditional/call are placed inline, as
+XLA's sequential heap simulation does). Buffers of entry parameters and entry outputs are not temporaries;
+buffers outside the default memory space (S(1) VMEM, S(5) host) or moved to host are not in HBM.
+
+Two modes:
+- `scheduled` (after_optimizations, is_scheduled=true): every non-forwarding instruction materialises.
+- `predict` (before_optimizations, jax-lowered HLO): XLA has not fused yet, so cheap ops (elementwise,
+  broadcast, layout changes, slices) are treated as fused into their consumer and only materialise where
+  XLA must give them a buffer (loop state, outputs, in-place updates, custom calls). The text order is
+  the schedule. This is an estimate: XLA's scheduler, fusion and rematerialisation differ.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from hloscan.hlo.attrs import parse_frontend_attributes, parse_name_list
+from hloscan.hlo.ir import Computation, Instruction, Module, Shape
+from hloscan.hlo.layout import UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes, with_layout
+from hloscan.hlo.ir import Layout
+from hloscan.hlo.signature import parse_aliases
+
+HBM_SPACE = 0
+HOST_SPACE = 5  # S(5)
+# VMEM XLA's memory-space assignment fills with temporaries (largest color-1 totals seen in the oracle's
+# memory-usage reports: 112 MiB v5e, 64 MiB v7x; v6e has v5e's 128 MiB VMEM; v5p/v4 reported smaller VMEM).
+MIB = 1 << 20
+VMEM_FOR_TEMPORARIES = {"v4": 16 * MIB, "v5e": 112 * MIB, "v5p": 64 * MIB, "v6e": 112 * MIB, "v7x": 64 * MIB}
+HOST_PLACEMENTS = ("pinned_host", "unpinned_host")
+
+# Instructions whose result is (part of) an operand's buffer: no new memory.
+FORWARDING = frozenset({"get-tuple-element", "tuple", "bitcast", "optimization-barrier", "opt-barrier",
+                        "copy-done", "add-dependency", "domain"})
+# Ops XLA fuses into their consumers before it assigns buffers (prediction mode only).
+CHEAP = frozenset({
+    "abs", "add", "and", "atan2", "broadcast", "cbrt", "ceil", "clamp", "compare", "complex", "concatenate",
+    "constant", "convert", "copy", "cosine", "divide", "dynamic-slice", "exponential", "exponential-minus-one",
+    "floor", "imag", "iota", "is-finite", "log", "log-plus-one", "logistic", "maximum", "minimum", "multiply",
+    "negate", "not", "or", "pad", "popcnt", "power", "real", "reduce-precision", "remainder", "reshape",
+    "reverse", "round-nearest-afz", "round-nearest-even", "rsqrt", "select", "shift-left",
+    "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "slice", "sqrt", "subtract", "tan",
+    "tanh", "transpose", "xor", "erf", "bitcast-convert", "stochastic-convert", "clz",
+})
+# Fused computations of these opcodes are part of one instruction, never simulated on their own.
+NOT_INLINED_CALLS = frozenset({"fusion", "reduce", "reduce-window", "map", "sort", "scatter", "select-and-scatter",
+                               "all-reduce", "reduce-scatter", "all-reduce-start", "custom-call"})
+
+
+@dataclass
+class Value:
+    """One array leaf some instruction defines."""
+
+    id: int
+    inst: Instruction
+    comp: Computation
+    shape: Shape
+    bytes: int
+    space: int
+    define: int
+    last_use: int = -1
+    host: bool = False
+
+
+@dataclass
+class Virtual:
+    """A cheap op's result in prediction mode: not a buffer yet, just the buffers it reads."""
+
+    inst: Instruction
+    comp: Computation
+    shape: Shape
+    position: int
+    deps: frozenset[int]
+    materialized: "Tree | None" = None
+
+
+Tree = "int | Virtual | list"
+
+
+@dataclass
+class BufferLife:
+    """A merged buffer: its size, live range and the value that names it."""
+
+    root: int
+    bytes: int
+    start: int
+    end: int
+    value: Value
+    role: str  # "temp", "parameter", "output", "constant", "host", "other-space"
+
+
+@dataclass
+class Simulation:
+    """Result of one simulation: per-buffer lives plus the peak of the temporaries."""
+
+    buffers: list[BufferLife]
+    peak_bytes: int
+    peak_position: int
+    positions: list[tuple[Computation, Instruction]] = field(default_factory=list)
+
+    def live_at_peak(self) -> list[BufferLife]:
+        live = [b for b in self.buffers if b.role == "temp" and b.start <= self.peak_position <= b.end]
+        return sorted(live, key=lambda b: -b.bytes)
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+
+    def add(self) -> int:
+        self.parent.append(len(self.parent))
+        return len(self.parent) - 1
+
+    def find(self, x: int) -> int:
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def leaf_bytes(shape: Shape, default_tiles: bool) -> int:
+    """Physical bytes of an array leaf; an untiled layout gets XLA:TPU's default tiling when asked."""
+    try:
+        if default_tiles and shape.is_array and shape.dims and (shape.layout is None or not shape.layout.tiles):
+            # XLA's layout assignment has not run yet: it avoids tiny minor dimensions, so take the
+            # cheapest of the given order, row-major, and largest-dimensions-minor.
+            rank = len(shape.dims)
+            orders = {minor_to_major(shape), tuple(range(rank - 1, -1, -1)),
+                      tuple(sorted(range(rank), key=lambda d: (-shape.dims[d], -d)))}
+            return min(_tiled_bytes(shape, order) for order in orders)
+        return physical_bytes(shape)
+    except (UnsizedShapeError, ValueError, KeyError):
+        return 0
+
+
+def _tiled_bytes(shape: Shape, order: tuple[int, ...]) -> int:
+    physical = tuple(shape.dims[d] for d in reversed(order))
+    tiles, e_bits = default_tiling(shape.element_type, physical)
+    space = shape.layout.memory_space if shape.layout is not None else 0
+    return physical_bytes(with_layout(shape, Layout(order, tiles=tiles, element_size_bits=e_bits, memory_space=space)))
+
+
+def _host_placement(inst: Instruction) -> str | None:
+    """'host' / 'device' for jax's annotate_device_placement or MoveToHost/MoveToDevice custom calls."""
+    if inst.opcode != "custom-call":
+        return None
+    target = inst.custom_call_target
+    if target == "MoveToHost":
+        return "host"
+    if target == "MoveToDevice":
+        return "device"
+    if target == "annotate_device_placement":
+        placement = parse_frontend_attributes(inst.attr("frontend_attributes")).get("_xla_buffer_placement")
+        return "host" if placement in HOST_PLACEMENTS else "device"
+    return None
+
+
+class Simulator:
+    """Builds values and buffers for one module; `run()` returns the Simulation."""
+
+    def __init__(self, module: Module, predict: bool, generation: str | None = None):
+        self.module = module
+        self.predict = predict
+        self.uf = _UnionFind()
+        self.values: list[Value] = []
+        self.position = 0
+        self.positions: list[tuple[Computation, Instruction]] = []
+        self.comps = module.computations_by_name
+        self.param_roots: set[int] = set()
+        self.output_roots: set[int] = set()
+        self.constant_ids: set[int] = set()
+        self.depth = 0
+        self.generation = generation
+        # Loop-invariant converts XLA hoists out of while loops (and CSEs across loops): leaf -> hoisted copy.
+        self.invariants: list[tuple[int, set[int]]] = []  # (while start position, invariant leaf ids)
+        self.hoisted: dict[tuple[int, str], int] = {}
+        self.user_counts: dict[str, dict[str, int]] = {}
+
+    # ------------------------------------------------------------------------------------------ values
+
+    def _new(self, inst: Instruction, comp: Computation, shape: Shape | None) -> Tree:
+        if shape is None:  # instruction printed without a shape: nothing to size
+            return []
+        if shape.is_tuple:
+            return [self._new(inst, comp, s) for s in shape.tuple_shapes]
+        vid = self.uf.add()
+        size = leaf_bytes(shape, self.predict) if shape.is_array else 0
+        self.values.append(Value(vid, inst, comp, shape, size, shape.memory_space, self.position))
+        return vid
+
+    def _leaves(self, tree: Tree) -> list[int]:
+        if isinstance(tree, int):
+            return [tree]
+        if isinstance(tree, Virtual):
+            return list(tree.deps)
+        out: list[int] = []
+        for t in tree:
+            out.extend(self._leaves(t))
+        return out
+
+    def _use(self, tree: Tree, position: int | None = None) -> None:
+        at = self.position if position is None else position
+        for vid in self._leaves(tree):
+            v = self.values[vid]
+            v.last_use = max(v.last_use, at)
+
+    def _materialize(self, tree: Tree) -> Tree:
+        """Give every Virtual inside the tree a real buffer (defined where the cheap op stood)."""
+        if isinstance(tree, list):
+            return [self._materialize(t) for t in tree]
+        if not isinstance(tree, Virtual):
+            return tree
+        if tree.materialized is None:
+            saved = self.position
+            self.position = tree.position
+            real = self._new(tree.inst, tree.comp, tree.shape)
+            self._use(list(tree.deps) if tree.deps else [], tree.position)
+            self.position = saved
+            tree.materialized = real
+        return tree.materialized
+
+    def _union_trees(self, a: Tree, b: Tree) -> None:
+        """Merge two trees' buffers leaf by leaf (loop state, aliasing)."""
+        if isinstance(a, list) and isinstance(b, list):
+            for x, y in zip(a, b):
+                self._union_trees(x, y)
+        elif isinstance(a, int) and isinstance(b, int):
+            self.uf.union(a, b)
+
+    def _callee(self, name: str | None) -> Computation | None:
+        """A called computation by its attribute value (`%name` or `name`)."""
+        return self.comps.get((name or "").strip().lstrip("%"))
+
+    # ------------------------------------------------------------------------------------------ walking
+
+    def run(self) -> Simulation:
+        entry = self.module.entry
+        params = {}
+        for number, inst in entry.parameter_instructions.items():
+            tree = self._new(inst, entry, inst.shape) if inst.shape is not None else []
+            params[number] = tree
+            self.param_roots.update(self._leaves(tree))
+        root = self._computation(entry, params)
+        root = self._materialize(root)
+        end = self.position
+        self._use(root, end)
+        self.output_roots.update(self._leaves(root))
+        self._apply_io_aliases(params, root)
+        return self._lives(end)
+
+    def _apply_io_aliases(self, params: dict[int, Tree], root: Tree) -> None:
+        for alias in parse_aliases(self.module.attr("input_output_alias")):
+            out = _subtree(root, alias.output_index)
+            inp = _subtree(params.get(alias.parameter, []), alias.parameter_index)
+            if out is not None and inp is not None:
+                self._union_trees(out, inp)
+
+    def _computation(self, comp: Computation, params: dict[int, Tree]) -> Tree:
+        """Simulate a computation inline; returns the root's tree."""
+        env: dict[str, Tree] = {}
+        self.depth += 1
+        for inst in comp.instructions:
+            env[inst.name] = self._instruction(comp, inst, env, params)
+        self.depth -= 1
+        return env.get(comp.root.name, [])
+
+    def _operand(self, env: dict[str, Tree], comp: Computation, inst: Instruction, i: int) -> Tree:
+        op = inst.operands[i]
+        tree = env.get(op.name, []) if op.name else []
+        for k in op.tuple_index:
+            tree = tree[k] if isinstance(tree, list) and k < len(tree) else []
+        return tree
+
+    def _instruction(self, comp: Computation, inst: Instruction, env: dict[str, Tree],
+                     params: dict[int, Tree]) -> Tree:
+        op = inst.opcode
+        operands = [self._operand(env, comp, inst, i) for i in range(len(inst.operands))]
+        if op == "parameter":
+            number = inst.parameter_number
+            return params.get(number, []) if number is not None else []
+        if op in ("while", "conditional", "call") and self.depth < 64:
+            return self._control(comp, inst, operands)
+        self.positions.append((comp, inst))
+        self.position += 1
+        here = self.position
+        if op == "get-tuple-element":
+            index = int(inst.attr("index", "0") or 0)
+            src = operands[0] if operands else []
+            return src[index] if isinstance(src, list) and index < len(src) else src
+        if op == "tuple":
+            return list(operands)
+        if op in FORWARDING or (op == "bitcast"):
+            return operands[0] if operands else []
+        placement = _host_placement(inst)
+        if placement is not None:
+            return self._placement(comp, inst, operands, placement)
+        if op == "copy-start":
+            src = operands[0] if operands else []
+            self._use(src)
+            dest = self._new(inst, comp, inst.shape.tuple_shapes[0]) if inst.shape and inst.shape.is_tuple else []
+            return [dest, src, []]
+        if op == "async-start" or (op.endswith("-start") and _is_async_tuple(inst.shape, len(operands))):
+            return self._async_start(comp, inst, operands)
+        if op == "async-done" or (op.endswith("-done") and op != "copy-done"):
+            src = operands[0] if operands else []
+            self._use(src)
+            return src[1] if isinstance(src, list) and len(src) > 1 else src
+        if op in ("dynamic-update-slice", "scatter") and operands:
+            return self._in_place(comp, inst, operands)
+        if self.predict and op in CHEAP:
+            deps = frozenset(v for t in operands for v in self._leaves(t))
+            if op == "convert" and self.invariants:
+                deps = self._hoist_convert(inst, deps)
+            return Virtual(inst, comp, inst.shape, here, deps)
+        for t in operands:
+            if self.predict and op in ("custom-call", "sort", "all-reduce", "all-gather", "all-to-all"):
+                self._use(self._materialize(t))
+            else:
+                self._use(t)
+        shared = self._shared_operand(comp, inst, operands)
+        if shared is not None:
+            return shared
+        tree = self._new(inst, comp, inst.shape) if inst.shape is not None else []
+        if op == "constant":
+            self.constant_ids.update(self._leaves(tree))
+        return tree
+
+    def _hoist_convert(self, inst: Instruction, deps: frozenset[int]) -> frozenset[int]:
+        """A convert of (a slice of) a loop-invariant array: XLA converts the whole array once, before the
+        outermost loop, and every loop reading the same array shares that copy."""
+        big = [v for v in deps if self.values[v].bytes > 4096]
+        if len(big) != 1 or inst.shape is None or not inst.shape.is_array:
+            return deps
+        leaf = big[0]
+        starts = [start for start, ids in self.invariants if leaf in ids]
+        src = self.values[leaf]
+        # Seen in the oracle: XLA converts loop-invariant *entry parameters* (weights) once, outside the
+        # loops, but not loop-invariant temporaries (a scan's residual stack), and never widens (bf16 -> f32).
+        if not starts or leaf not in self.param_roots or element_bits(inst.shape) >= element_bits(src.shape):
+            return deps
+        # Buffers merge as the walk goes on, so match earlier hoists by their current representative.
+        root = self.uf.find(leaf)
+        key = next((k for k in self.hoisted if k[1] == inst.shape.element_type and self.uf.find(k[0]) == root),
+                   (leaf, inst.shape.element_type))
+        if key not in self.hoisted:
+            saved = self.position
+            self.position = min(starts)
+            shape = Shape(inst.shape.element_type, src.shape.dims, src.shape.dynamic, src.shape.layout)
+            self.hoisted[key] = self._new(inst, self.module.entry, shape)
+            self.position = saved
+        hoisted = self.hoisted[key]
+        self._use(leaf, self.values[hoisted].define)
+        return deps - {leaf} | {hoisted}
+
+    def _clone_constants(self, slots: list, fresh: set[int]) -> list:
+        """Loop state initialised from a broadcast constant (zeros for accumulators): XLA clones the
+        broadcast next to each loop instead of keeping one buffer alive from its first use."""
+        out = []
+        for k, t in enumerate(slots):
+            if isinstance(t, Virtual) and t.inst.opcode in ("broadcast", "iota", "constant") and all(
+                    self.values[v].bytes <= 4096 for v in t.deps):
+                t = self._new(t.inst, t.comp, t.shape)
+                fresh.add(k)
+            out.append(t)
+        return out
+
+    def _copy_shared_state(self, comp: Computation, inst: Instruction, body: Computation, init: Tree,
+                           fresh: set[int] = frozenset()) -> Tree:
+        """XLA's copy insertion: a loop-state element the body updates gets its own buffer when its initial
+        buffer also sits in another state slot (one zeros broadcast for two accumulators) or is an entry
+        parameter; prediction mode only (a scheduled dump shows the copies)."""
+        if not isinstance(init, list):
+            return init
+        invariant = self._invariant_slots(body, len(init))
+        shared = self._shared_init_slots(comp, inst)
+        seen: set[int] = set()
+        out = []
+        for k, slot in enumerate(init):
+            if isinstance(slot, int) and k not in invariant and k not in fresh:
+                root = self.uf.find(slot)
+                if root in seen or slot in self.param_roots or k in shared:
+                    slot = self._new(inst, comp, self.values[slot].shape)
+                    self._use(init[k])
+                seen.add(self.uf.find(slot))
+            out.append(slot)
+        return out
+
+    def _shared_init_slots(self, comp: Computation, inst: Instruction) -> set[int]:
+        """Slots of the while's init tuple whose value other instructions also read: the loop must not
+        update that buffer in place."""
+        users = self.user_counts.get(comp.name)
+        if users is None:
+            users = {}
+            for other in comp.instructions:
+                for name in set(other.operand_names):
+                    users[name] = users.get(name, 0) + 1
+            self.user_counts[comp.name] = users
+        tup = comp.by_name.get(inst.operands[0].name or "") if inst.operands else None
+        if tup is None or tup.opcode != "tuple":
+            return set()
+        return {k for k, op in enumerate(tup.operands) if users.get(op.name or "", 0) > 1}
+
+    def _invariant_slots(self, body: Computation, n: int) -> set[int]:
+        root = body.root
+        param = body.parameter_instructions.get(0)
+        if root.opcode != "tuple" or param is None:
+            return set()
+        out = set()
+        for k, op in enumerate(root.operands[:n]):
+            elem = body.by_name.get(op.name or "")
+            if (elem is not None and elem.opcode == "get-tuple-element" and elem.operands
+                    and elem.operands[0].name == param.name and elem.attr("index") == str(k)):
+                out.add(k)
+        return out
+
+    def _invariant_leaves(self, body: Computation, init: Tree) -> set[int]:
+        """Leaves of the loop state the body passes through unchanged (root element k = gte(param, k))."""
+        root = body.root
+        params = body.parameter_instructions
+        param = params.get(0)
+        if root.opcode != "tuple" or param is None or not isinstance(init, list):
+            return set()
+        out: set[int] = set()
+        for k, op in enumerate(root.operands):
+            elem = body.by_name.get(op.name or "")
+            if (elem is not None and elem.opcode == "get-tuple-element" and elem.operands
+                    and elem.operands[0].name == param.name and elem.attr("index") == str(k) and k < len(init)):
+                out.update(self._leaves(init[k]))
+        return out
+
+    def _async_start(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
+        """((operands), output, context): {0} are the operands' own buffers, {1} is the new result."""
+        for t in operands:
+            self._use(self._materialize(t))
+        shape = inst.shape
+        if shape is None or not shape.is_tuple or len(shape.tuple_shapes) < 2:
+            return self._new(inst, comp, shape) if shape is not None else []
+        return [list(operands), self._new(inst, comp, shape.tuple_shapes[1]), []]
+
+    def _placement(self, comp: Computation, inst: Instruction, operands: list[Tree], placement: str) -> Tree:
+        src = self._materialize(operands[0]) if operands else []
+        self._use(src)
+        tree = self._new(inst, comp, inst.shape)
+        if placement == "host":
+            for vid in self._leaves(tree):
+                self.values[vid].host = True
+        return tree
+
+    def _in_place(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
+        """dynamic-update-slice/scatter write into operand 0's buffer; a host update makes it a host buffer."""
+        first = operands[0]
+        if (inst.opcode == "scatter" and isinstance(first, Virtual) and first.inst.opcode == "broadcast"
+                and self.predict):
+            # A scatter into a broadcast constant (the transpose of take_along_axis/gather): XLA rewrites it
+            # as a one-hot select, which fuses into its consumer like any elementwise op.
+            deps = frozenset(v for t in operands for v in self._leaves(t))
+            return Virtual(inst, comp, inst.shape, self.position, deps)
+        target = self._materialize(operands[0])
+        for t in operands:
+            self._use(t)
+        update = operands[2 if inst.opcode == "scatter" else 1] if len(operands) > 1 else []
+        # The update may reach the DUS through fused reshapes/broadcasts: a host-annotated value among its
+        # inputs makes the target a host buffer (XLA's host offloader moves the whole stacked array).
+        if any(self.values[v].host for v in self._leaves(update)):
+            for vid in self._leaves(target):
+                self.values[vid].host = True
+        if isinstance(target, list) or not self._leaves(target):
+            return self._new(inst, comp, inst.shape)
+        return target
+
+    def _shared_operand(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree | None:
+        """Fusions/custom calls whose output is written in place into an operand (XLA's buffer sharing)."""
+        if inst.opcode == "custom-call":
+            raw = inst.attr("output_to_operand_aliasing")
+            if raw and "{}: (0" in raw.replace(" ", "") and operands:
+                return operands[0] if isinstance(operands[0], int) else None
+            return None
+        if inst.opcode != "fusion":
+            return None
+        called = self._callee((parse_name_list(inst.attr("calls")) or [""])[0])
+        if called is None:
+            return None
+        before = len(self.values)
+        result = _fusion_in_place(called, operands, lambda: self._new(inst, comp, inst.shape))
+        if result is not None:
+            kept = set(self._leaves(result))
+            for value in self.values[before:]:
+                if value.id not in kept:
+                    value.bytes = 0  # a fresh leaf the in-place parts replaced
+        return result
+
+    def _control(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
+        """while/conditional/call: the called computations run here, their parameters alias the operands."""
+        op = inst.opcode
+        if op == "while":
+            fresh: set[int] = set()
+            if self.predict and operands and isinstance(operands[0], list):
+                operands = [self._clone_constants(operands[0], fresh)] + operands[1:]
+            init = self._materialize(operands[0]) if operands else []
+            self._use(init)
+            cond = self._callee(inst.attr("condition"))
+            body = self._callee(inst.attr("body"))
+            if cond is not None:
+                self._computation(cond, {0: init})
+            if body is not None and self.predict:
+                init = self._copy_shared_state(comp, inst, body, init, fresh)
+            result = init
+            if body is not None:
+                if self.predict:
+                    self.invariants.append((self.position, self._invariant_leaves(body, init)))
+                out = self._materialize(self._computation(body, {0: init}))
+                if self.predict:
+                    self.invariants.pop()
+                self._use(out)
+                self._union_trees(init, out)
+            self.positions.append((comp, inst))
+            self.position += 1
+            return result
+        if op == "call":
+            callee = self._callee(inst.attr("to_apply"))
+            if callee is None or callee.execution_thread not in (None, "main"):
+                return self._opaque(comp, inst, operands)
+            return self._computation(callee, dict(enumerate(operands)))
+        branches = [self._callee(n) for n in _branch_names(inst)]
+        self._use(operands[0] if operands else [])
+        out = None
+        for i, branch in enumerate(branches):
+            if branch is None:
+                continue
+            arg = self._materialize(operands[i + 1]) if i + 1 < len(operands) else []
+            result = self._materialize(self._computation(branch, {0: arg}))
+            if out is None:
+                self.positions.append((comp, inst))
+                self.position += 1
+                out = self._new(inst, comp, inst.shape)
+            self._use(result)
+            self._union_trees(out, result)
+        return out if out is not None else self._opaque(comp, inst, operands)
+
+    def _opaque(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
+        self.positions.append((comp, inst))
+        self.position += 1
+        for t in operands:
+            self._use(self._materialize(t))
+        return self._new(inst, comp, inst.shape)
+
+    # ------------------------------------------------------------------------------------------ lives
+
+    def _lives(self, end: int) -> Simulation:
+        groups: dict[int, list[Value]] = {}
+        for v in self.values:
+            groups.setdefault(self.uf.find(v.id), []).append(v)
+        params = {self.uf.find(v) for v in self.param_roots}
+        outputs = {self.uf.find(v) for v in self.output_roots}
+        constants = {self.uf.find(v) for v in self.constant_ids}
+        lives = []
+        for root, members in groups.items():
+            named = min(members, key=lambda v: v.define)
+            size = max(v.bytes for v in members)
+            start = min(v.define for v in members)
+            stop = max(max(v.last_use, v.define) for v in members)
+            if any(v.host or v.space == HOST_SPACE for v in members):
+                role = "host"
+            elif any(v.space != HBM_SPACE for v in members):
+                role = "other-space"
+            elif root in params:
+                role = "parameter"
+            elif root in outputs:
+                role = "output"
+            elif root in constants:
+                role = "constant"
+            else:
+                role = "temp"
+            lives.append(BufferLife(root, size, start, stop, named, role))
+        budget = VMEM_FOR_TEMPORARIES.get(self.generation or "", 0) if self.predict else 0
+        peak, at = _peak([b for b in lives if b.role == "temp"], budget)
+        return Simulation(lives, peak, at, self.positions)
+
+
+def _is_async_tuple(shape: Shape | None, n_operands: int) -> bool:
+    """An async-start style result: a tuple whose first element is the tuple of the operands."""
+    return (shape is not None and shape.is_tuple and len(shape.tuple_shapes) >= 2
+            and shape.tuple_shapes[0].is_tuple and len(shape.tuple_shapes[0].tuple_shapes) == n_operands)
+
+
+def _peak(buffers: list[BufferLife], vmem_budget: int = 0) -> tuple[int, int]:
+    """The largest HBM total of live temporaries and where it happens.
+
+    With a VMEM budget (prediction only: XLA's memory-space assignment has not run yet), the smallest live
+    buffers at each point are taken as kept in VMEM, up to the budget, and do not count.
+    """
+    events: list[tuple[int, int]] = []
+    for b in buffers:
+        if b.bytes:
+            events.append((b.start, b.bytes))
+            events.append((b.end + 1, -b.bytes))
+    events.sort(key=lambda e: (e[0], e[1]))
+    live = best = 0
+    at = 0
+    sizes: list[int] = []
+    for i, (pos, delta) in enumerate(events):
+        live += delta
+        if vmem_budget:
+            if delta > 0:
+                bisect.insort(sizes, delta)
+            else:
+                del sizes[bisect.bisect_left(sizes, -delta)]
+            if i + 1 < len(events) and events[i + 1][0] == pos:
+                continue  # settle every event at this position first
+        hbm = live - _absorbed(sizes, vmem_budget) if vmem_budget else live
+        if hbm > best:
+            best, at = hbm, pos
+    return best, at
+
+
+def _absorbed(sizes: list[int], budget: int) -> int:
+    taken = 0
+    for size in sizes:
+        if taken + size > budget:
+            break
+        taken += size
+    return taken
+
+
+def _subtree(tree: Tree, index: tuple[int, ...]) -> Tree | None:
+    for i in index:
+        if not isinstance(tree, list) or i >= len(tree):
+            return None
+        tree = tree[i]
+    return tree
+
+
+def _branch_names(inst: Instruction) -> list[str]:
+    names = parse_name_list(inst.attr("branch_computations"))
+    if names:
+        return names
+    return [n for n in (inst.attr("true_computation"), inst.attr("false_computation")) if n]
+
+
+def _fusion_in_place(called: Computation, operands: list[Tree], fresh) -> Tree | None:
+    """A fusion whose root (or root tuple element) is a dynamic-update-slice/scatter of a fusion parameter
+    updates that operand's buffer in place (XLA's CanShareBuffer)."""
+    by_name = called.by_name
+
+    def param_of(inst: Instruction) -> int | None:
+        while inst.opcode == "bitcast" and inst.operands:
+            inst = by_name.get(inst.operands[0].name or "", inst)
+            if inst.opcode == "bitcast" and not inst.operands:
+                break
+        return inst.parameter_number if inst.opcode == "parameter" else None
+
+    def in_place(inst: Instruction) -> int | None:
+        if inst.opcode in ("dynamic-update-slice", "scatter") and inst.operands:
+            src = by_name.get(inst.operands[0].name or "")
+            return param_of(src) if src is not None else None
+        return None
+
+    root = called.root
+    if root.opcode != "tuple":
+        k = in_place(root)
+        if k is not None and k < len(operands) and isinstance(operands[k], int):
+            return operands[k]
+        return None
+    targets = []
+    for op in root.operands:
+        elem = by_name.get(op.name or "")
+        k = in_place(elem) if elem is not None else None
+        targets.append(k if k is not None and k < len(operands) and isinstance(operands[k], int) else None)
+    if all(k is None for k in targets):
+        return None
+    fresh_tree = fresh()
+    return [operands[k] if k is not None else (fresh_tree[i] if isinstance(fresh_tree, list) else [])
+            for i, k in enumerate(targets)]
+
+
+def simulate(module: Module, predict: bool, generation: str | None = None) -> Simulation:
+    return Simulator(module, predict, generation).run()

@@ -1,0 +1,83 @@
+"""`hloscan hbm`: HBM use per module (arguments, outputs, temporaries, peak) against the generation's capacity."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from hloscan.analyses.hbm import HbmResult, analyze_modules, human
+from hloscan.cli.main import config_options, family_flags, main, settings
+from hloscan.hlo.loader import LoadedFile, discover, load_file
+
+EXIT_CLEAN, EXIT_E1000, EXIT_ERROR = 0, 1, 2
+_KIND_TEXT = {"exact": "exact (XLA's memory-usage report)", "simulated": "simulated (scheduled dump, ~10%)",
+              "predicted": "predicted before compiling (estimate, ~25%)"}
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--no-reports", is_flag=True, default=False,
+              help="Ignore buffer-assignment/memory-usage-report files beside the dump: simulate or predict only.")
+@config_options
+@family_flags
+def hbm(paths: tuple[str, ...], fmt: str, no_reports: bool, config_file: str | None, no_config: bool,
+        **family_options) -> None:
+    """Per module: stage, kind of figure, arguments, outputs, aliased, temporaries, peak vs HBM capacity,
+    verdict (E1000 / tight / ok) and the largest buffers live at the peak.
+
+    A scheduled dump (after_optimizations) is simulated; a before_optimizations or jax-lowered dump is a
+    prediction (an estimate). When XLA's memory-usage-report.txt sits beside the dump its figure is used
+    (exact) unless --no-reports.
+    """
+    tpu = settings(config_file, no_config, family_options).global_options.get("tpu")
+    results: list[HbmResult] = []
+    errors: list[LoadedFile] = []
+    for path, skipped in discover(list(paths)):
+        if skipped is not None:
+            continue
+        loaded = load_file(path)
+        if not loaded.ok:
+            errors.append(loaded)
+            click.echo(loaded.error.format(), err=True)
+            continue
+        results.extend(analyze_modules(loaded.modules, path, tpu, use_reports=not no_reports))
+    if fmt == "json":
+        click.echo(json.dumps({"version": 1, "modules": [r.to_json() for r in results],
+                               "errors": [_error_json(e) for e in errors]}, indent=2))
+    else:
+        for result in results:
+            click.echo(render_text(result))
+    sys.exit(EXIT_ERROR if errors else EXIT_E1000 if any(r.verdict == "E1000" for r in results) else EXIT_CLEAN)
+
+
+def _error_json(loaded: LoadedFile) -> dict[str, Any]:
+    err = loaded.error
+    return {"path": loaded.path, "code": err.code, "line": err.line, "col": err.col, "message": err.message}
+
+
+def render_text(r: HbmResult) -> str:
+    gen = r.generation + (" (assumed; use --tpu)" if r.generation_assumed else "")
+    share = r.xla_total_bytes / r.capacity_bytes if r.capacity_bytes else 0.0
+    lines = [f"{r.path}: module {r.module} ({r.stage}) on {gen}",
+             f"  figure      {_KIND_TEXT[r.kind]}",
+             f"  arguments   {human(r.arguments_bytes):>9}  ({r.arguments_bytes:,} B)",
+             f"  outputs     {human(r.outputs_bytes):>9}  ({r.outputs_bytes:,} B), aliased with arguments "
+             f"{human(r.aliased_bytes)}",
+             f"  temporaries {human(r.temporaries_bytes):>9}  ({r.temporaries_bytes:,} B) at the peak",
+             f"  total       {human(r.xla_total_bytes):>9}  ({r.xla_total_bytes:,} B) = {share:.0%} of "
+             f"{human(r.capacity_bytes)} available HBM -> {r.verdict}"]
+    if r.verdict == "E1000":
+        lines.append(f"  over capacity by {human(r.over_bytes)}: XLA fails with 'Ran out of memory on HBM'")
+    if r.live_at_peak:
+        where = f" (at %{r.peak_instruction}, line {r.peak_line})" if r.peak_instruction else ""
+        lines.append(f"  largest buffers live at the peak{where}:")
+        for b in r.live_at_peak:
+            src = f"  {b.source}" if b.source else ""
+            op = f"  {b.op_name}" if b.op_name else ""
+            lines.append(f"    {human(b.bytes):>9}  %{b.instruction}  {b.shape}{op}{src}")
+    lines.extend(f"  note: {n}" for n in r.notes)
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""The HBM liveness simulation: XLA's buffer semantics on small hand-written modules (sizes by hand)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from corpus import FIXTURES as FIXTURES_ROOT
+from hloscan.analyses.hbm import analyze_modules
+from hloscan.analyses.hbm.liveness import simulate
+from hloscan.hlo.loader import load_file, load_text
+
+FIXTURES = FIXTURES_ROOT / "hbm"
+TILE = 256 * 128 * 4  # f32[256,128]{1,0:T(8,128)}: no padding, 128 KiB
+
+
+def _one(name: str):
+    path = str(FIXTURES / name)
+    return load_file(path).modules[0], path
+
+
+def test_loop_carried_stack_is_updated_in_place_and_host_copy_is_not_hbm():
+    module, path = _one("loop.after_optimizations.txt")
+    sim = simulate(module, predict=False)
+    roles = {b.value.inst.name: b.role for b in sim.buffers if b.bytes}
+    # The stacked buffer is the loop state, written by the in-place dynamic-update-slice and returned.
+    assert roles["big"] == "output" and "upd" not in roles
+    assert roles["cs"] == "host"                        # copy-start/copy-done into S(5)
+    assert roles["a"] == "parameter" and "s2" not in roles  # s2 is written into parameter 0 (input_output_alias)
+    # Only one 128 KiB temporary is live at a time: %t in the body, %tmp after the loop.
+    assert sim.peak_bytes == TILE
+
+
+def test_loop_figures_and_live_at_peak_name_the_python_line():
+    module, path = _one("loop.after_optimizations.txt")
+    [r] = analyze_modules([module], path, "v5e")
+    assert (r.kind, r.stage) == ("simulated", "after_optimizations")
+    assert r.arguments_bytes == 2 * TILE
+    assert r.aliased_bytes == TILE
+    assert r.outputs_bytes == TILE + 4 * TILE + 512     # two leaves + v5e's 512-byte tuple table
+    assert r.temporaries_bytes == TILE
+    # The peak (one 128 KiB temporary) is reached in the body (%t) and after the loop (%tmp).
+    assert r.live_at_peak[0].bytes == TILE and r.live_at_peak[0].source in ("model.py:12", "model.py:20")
+    assert r.verdict == "ok"
+
+
+def test_prediction_fuses_elementwise_ops_and_drops_host_annotated_values():
+    module, path = _one("predict.before_optimizations.txt")
+    sim = simulate(module, predict=True)
+    names = {b.value.inst.name: b.role for b in sim.buffers if b.bytes}
+    assert "e" not in names and "n" not in names        # fused into the dot
+    assert names["h"] == "host"
+    assert names["o"] == "output"
+    assert sim.peak_bytes == 2 * TILE                   # %d and %d2 live together
+    [r] = analyze_modules([module], path, "v6e")
+    assert r.kind == "predicted" and r.arguments_bytes == TILE + 128 * 128 * 4
+
+
+def test_untiled_prediction_gets_default_tpu_tiles():
+    text = """HloModule pad
+ENTRY %main (x: f32[8,3]) -> f32[8,3] {
+  %x = f32[8,3]{1,0} parameter(0)
+  %s = f32[8,3]{1,0} sort(%x), dimensions={1}, to_apply=%lt
+  ROOT %d = f32[8,3]{1,0} dot(%s, %s), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+}
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+"""
+    [module] = load_text(text)
+    sim = simulate(module, predict=True)
+    sort = next(b for b in sim.buffers if b.value.inst.name == "s")
+    # Unpadded 96 bytes; the cheapest TPU layout puts the 8 minor (128 lanes) and 3 rows in a (4,128) tile.
+    assert sort.bytes == 4 * 128 * 4
+
+
+def test_dus_fusion_writes_into_its_operand():
+    text = """HloModule f, is_scheduled=true, entry_computation_layout={(f32[4,256,128]{2,1,0:T(8,128)}, f32[1,256,128]{2,1,0:T(8,128)})->f32[]{:T(128)}}
+%fc (p0: f32[4,256,128], p1: f32[1,256,128]) -> f32[4,256,128] {
+  %p0 = f32[4,256,128]{2,1,0:T(8,128)} parameter(0)
+  %p1 = f32[1,256,128]{2,1,0:T(8,128)} parameter(1)
+  %z = s32[] constant(0)
+  ROOT %u = f32[4,256,128]{2,1,0:T(8,128)} dynamic-update-slice(%p0, %p1, %z, %z, %z)
+}
+%add (l: f32[], r: f32[]) -> f32[] {
+  %l = f32[] parameter(0)
+  %r = f32[] parameter(1)
+  ROOT %s = f32[] add(%l, %r)
+}
+ENTRY %main (a: f32[4,256,128], b: f32[1,256,128]) -> f32[] {
+  %a = f32[4,256,128]{2,1,0:T(8,128)} parameter(0)
+  %b = f32[1,256,128]{2,1,0:T(8,128)} parameter(1)
+  %c = f32[4,256,128]{2,1,0:T(8,128)} copy(%a)
+  %f = f32[4,256,128]{2,1,0:T(8,128)} fusion(%c, %b), kind=kLoop, calls=%fc
+  %z = f32[]{:T(128)} constant(0)
+  ROOT %r = f32[]{:T(128)} reduce(%f, %z), dimensions={0,1,2}, to_apply=%add
+}
+"""
+    [module] = load_text(text)
+    sim = simulate(module, predict=False)
+    # %c and %f share one buffer: the peak is one 512 KiB array, not two.
+    assert sim.peak_bytes == 4 * TILE
