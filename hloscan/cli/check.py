@@ -22,15 +22,6 @@ from hloscan.reporters import text as text_reporter
 from hloscan.reporters.text import skipped_summary
 
 
-def load_all(paths: tuple[str, ...], strict: bool) -> list[LoadedFile]:
-    """Load every input; a bad file is recorded and the others are still loaded."""
-    loaded = []
-    for path, skipped in discover(list(paths)):
-        if skipped is None:
-            loaded.append(load_file(path, strict))
-    return loaded
-
-
 # ---------------------------------------------------------------------- parse
 
 

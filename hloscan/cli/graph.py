@@ -14,8 +14,7 @@ import click
 
 from hloscan.cli.main import main
 from hloscan.analyses.host_offload.walk import analyze, is_move_to_host
-from hloscan.cli.check import load_all
-from hloscan.cli.main import config_options, family_flags, require_writable, settings
+from hloscan.cli.main import config_options, family_flags, load_all, require_writable, settings
 from hloscan.lint.scan import scan
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Instruction, Module, Shape
 from hloscan.hlo.layout import physical_bytes

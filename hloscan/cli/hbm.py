@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 import click
 
 from hloscan.analyses.hbm import HbmResult, analyze_modules, human
-from hloscan.cli.main import config_options, family_flags, main, settings
-from hloscan.hlo.loader import LoadedFile, discover, load_file
+from hloscan.cli.main import config_options, error_json, family_flags, load_reporting_errors, main, settings
 
 EXIT_CLEAN, EXIT_E1000, EXIT_ERROR = 0, 1, 2
 _KIND_TEXT = {"exact": "exact (XLA's memory-usage report)", "simulated": "simulated (scheduled dump, ~10%)",
@@ -34,29 +32,17 @@ def hbm(paths: tuple[str, ...], fmt: str, no_reports: bool, config_file: str | N
     (exact) unless --no-reports.
     """
     tpu = settings(config_file, no_config, family_options).global_options.get("tpu")
+    files, errors = load_reporting_errors(paths)
     results: list[HbmResult] = []
-    errors: list[LoadedFile] = []
-    for path, skipped in discover(list(paths)):
-        if skipped is not None:
-            continue
-        loaded = load_file(path)
-        if not loaded.ok:
-            errors.append(loaded)
-            click.echo(loaded.error.format(), err=True)
-            continue
-        results.extend(analyze_modules(loaded.modules, path, tpu, use_reports=not no_reports))
+    for loaded in files:
+        results.extend(analyze_modules(loaded.modules, loaded.path, tpu, use_reports=not no_reports))
     if fmt == "json":
         click.echo(json.dumps({"version": 1, "modules": [r.to_json() for r in results],
-                               "errors": [_error_json(e) for e in errors]}, indent=2))
+                               "errors": [error_json(e) for e in errors]}, indent=2))
     else:
         for result in results:
             click.echo(render_text(result))
     sys.exit(EXIT_ERROR if errors else EXIT_E1000 if any(r.verdict == "E1000" for r in results) else EXIT_CLEAN)
-
-
-def _error_json(loaded: LoadedFile) -> dict[str, Any]:
-    err = loaded.error
-    return {"path": loaded.path, "code": err.code, "line": err.line, "col": err.col, "message": err.message}
 
 
 def render_text(r: HbmResult) -> str:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import click
 
+from hloscan.hlo.loader import LoadedFile, discover, load_file
 from hloscan.lint.config import Config, ConfigError, discover_config, load_config, unknown_selectors
 from hloscan.lint.engine import Selection, selected_checks
 from hloscan.lint.files import output_problem, printable
@@ -226,3 +227,30 @@ def colour_option(func: Callable) -> Callable:
     return click.option("--color", "--colour", "colour", type=click.Choice(["auto", "always", "never"]),
                         default="auto", show_default=True,
                         help="Colour text output; `auto` colours a terminal unless NO_COLOR is set.")(func)
+
+
+# ---------------------------------------------------------------------- inputs of the analysis commands
+
+
+def load_all(paths: tuple[str, ...], strict: bool | None = False) -> list[LoadedFile]:
+    """Load every input; a bad file is recorded and the others are still loaded."""
+    loaded = []
+    for path, skipped in discover(list(paths)):
+        if skipped is None:
+            loaded.append(load_file(path, strict))
+    return loaded
+
+
+def load_reporting_errors(paths: tuple[str, ...]) -> tuple[list[LoadedFile], list[LoadedFile]]:
+    """(files that loaded, files that did not); each error is printed on stderr as it is met."""
+    good, bad = [], []
+    for loaded in load_all(paths):
+        (good if loaded.ok else bad).append(loaded)
+        if not loaded.ok:
+            click.echo(loaded.error.format(), err=True)
+    return good, bad
+
+
+def error_json(loaded: LoadedFile) -> dict[str, Any]:
+    err = loaded.error
+    return {"path": loaded.path, "code": err.code, "line": err.line, "col": err.col, "message": err.message}

@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from hloscan.analyses.vmem.kernels import Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label, mib
-from hloscan.hlo.loader import LoadedFile, discover, load_file
+from hloscan.hlo.loader import LoadedFile
 from hloscan.analyses.vmem.estimate import BlockEstimate
-from hloscan.cli.main import config_options, family_flags, main, settings
+from hloscan.cli.main import config_options, error_json, family_flags, load_reporting_errors, main, settings
 
 EXIT_CLEAN, EXIT_E1001, EXIT_ERROR = 0, 1, 2
 
@@ -28,20 +28,12 @@ def vmem(paths: tuple[str, ...], fmt: str, config_file: str | None, no_config: b
     """
     options = settings(config_file, no_config, family_options).global_options
     tpu, vmem_limit_kib = options.get("tpu"), options.get("vmem_limit_kib")
-    rows: list[tuple[str, Kernel]] = []
-    errors: list[LoadedFile] = []
-    for path, skipped in discover(list(paths)):
-        if skipped is not None:
-            continue
-        loaded = load_file(path)
-        if not loaded.ok:
-            errors.append(loaded)
-            click.echo(loaded.error.format(), err=True)
-        for module in loaded.modules:
-            rows.extend((path, k) for k in estimate_module(module, tpu, vmem_limit_kib))
+    files, errors = load_reporting_errors(paths)
+    rows = [(loaded.path, k) for loaded in files for module in loaded.modules
+            for k in estimate_module(module, tpu, vmem_limit_kib)]
     if fmt == "json":
         click.echo(json.dumps({"kernels": [_kernel_json(p, k) for p, k in rows],
-                               "errors": [_error_json(e) for e in errors]}, indent=2))
+                               "errors": [error_json(e) for e in errors]}, indent=2))
     else:
         for path, kernel in rows:
             click.echo(_kernel_text(path, kernel))
@@ -57,11 +49,6 @@ def _exit_code(rows: list[tuple[str, Kernel]], errors: list[LoadedFile]) -> int:
 def _kernel_json(path: str, kernel: Kernel) -> dict[str, Any]:
     return {"path": path, "instruction": kernel.inst.name, "line": kernel.inst.line,
             **estimate_json(kernel.estimate, kernel.tpu_assumed)}
-
-
-def _error_json(loaded: LoadedFile) -> dict[str, Any]:
-    err = loaded.error
-    return {"path": loaded.path, "code": err.code, "line": err.line, "col": err.col, "message": err.message}
 
 
 def _kernel_text(path: str, kernel: Kernel) -> str:

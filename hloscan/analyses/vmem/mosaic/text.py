@@ -5,7 +5,7 @@ attributes and the transform functions' return values are read; nothing is evalu
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from hloscan.analyses.vmem.mosaic.bytecode import (
     DYNAMIC,
@@ -26,6 +26,7 @@ from hloscan.analyses.vmem.mosaic.bytecode import (
 
 _FUNC = re.compile(r"func\.func\s+(?:private\s+)?@([\w$.-]+)\s*\(")
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_CLOSE = frozenset(")]}>")
 _SHAPED = re.compile(r"(memref|vector|tensor)<(.*)>$", re.S)
 _DENSE = re.compile(r"array<\s*([\w]+)\s*(?::\s*(.*))?>$", re.S)
 _TYPED = re.compile(r"(-?\d+)\s*:\s*([\w]+)$")
@@ -93,22 +94,31 @@ def _vector_values(body: str) -> tuple[tuple[str, tuple[int, ...], str], ...]:
 # ------------------------------------------------------------------------------------------ structure
 
 
-def _closing(text: str, start: int) -> int:
-    """Index just past the bracket that closes text[start] (strings skipped; `->` is not an angle)."""
-    stack = []
+def _structure(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """The MLIR bracket scanner: (index, character) of each bracket, angle and comma outside strings, from
+    `start`. MLIR has angle brackets, which HLO text does not, so this is not hloscan.hlo.attrs' scanner;
+    the `-` of `->` makes its `>` an arrow, not an angle."""
     i = start
     while i < len(text):
         ch = text[i]
         if ch == '"':
             i = _string_end(text, i)
             continue
-        if ch in _OPEN and not (ch == "<" and text[i - 1 : i] == "-"):
+        if (ch in _OPEN or ch in _CLOSE or ch == ",") and not (ch in "<>" and text[i - 1 : i] == "-"):
+            yield i, ch
+        i += 1
+
+
+def _closing(text: str, start: int) -> int:
+    """Index just past the bracket that closes text[start]."""
+    stack = []
+    for i, ch in _structure(text, start):
+        if ch in _OPEN:
             stack.append(_OPEN[ch])
-        elif stack and ch == stack[-1] and not (ch == ">" and text[i - 1 : i] == "-"):
+        elif stack and ch == stack[-1]:
             stack.pop()
             if not stack:
                 return i + 1
-        i += 1
     raise BytecodeError("unbalanced brackets in the MLIR text kernel body")
 
 
@@ -121,20 +131,15 @@ def _string_end(text: str, start: int) -> int:
 
 def _split(text: str) -> list[str]:
     """Split at top-level commas (outside brackets, angles and strings)."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            i = _string_end(text, i)
-            continue
-        if ch in _OPEN and not (ch == "<" and text[i - 1 : i] == "-"):
+    parts, depth, start = [], 0, 0
+    for i, ch in _structure(text):
+        if ch in _OPEN:
             depth += 1
-        elif ch in ")]}>" and not (ch == ">" and text[i - 1 : i] == "-"):
+        elif ch in _CLOSE:
             depth -= 1
-        elif ch == "," and depth == 0:
+        elif depth == 0:
             parts.append(text[start:i].strip())
             start = i + 1
-        i += 1
     tail = text[start:].strip()
     return parts + [tail] if tail else parts
 
