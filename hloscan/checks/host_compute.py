@@ -80,6 +80,8 @@ class ComputeOnHostValue(Check):
     def run(self, ctx: Context) -> Iterator[Finding]:
         # Same key as HLO101 so both checks share one replay of the walks.
         analysis = cached_analysis(ctx.module, ctx.option(HostOffloadOutputMismatch, "host_outputs"))
+        if not analysis.host_compute and not _has_host_shapes(ctx.module):
+            return  # no walked compute and no S(5) shape: no candidate at all
         deliberate = _host_computations(ctx.module)
         seen: set[tuple[str, str]] = set()
         for comp, inst, operand, origin in _candidates(ctx.module, analysis):
@@ -120,6 +122,16 @@ def _candidates(module: Module, analysis: HostOffloadAnalysis):
                 if shape is not None and any(l.memory_space == HOST_MEMORY_SPACE for _, l in shape.leaves()):
                     yield comp, inst, operand.name or "?", None
                     break
+
+
+def _has_host_shapes(module: Module) -> bool:
+    """Whether any instruction or printed operand shape has a host-memory leaf. Shapes are shared objects,
+    so the distinct ones are gathered first (by identity) and each is looked at once."""
+    shapes = {id(inst.shape): inst.shape for comp in module.computations for inst in comp.instructions}
+    shapes.update((id(o.shape), o.shape) for comp in module.computations for inst in comp.instructions
+                  for o in inst.operands if o.shape is not None)
+    return any(shape is not None and any(leaf.memory_space == HOST_MEMORY_SPACE for _, leaf in shape.leaves())
+               for shape in shapes.values())
 
 
 def _operand_shape(comp: Computation, inst: Instruction, pos: int):
