@@ -17,7 +17,8 @@ Python API (imports are lazy, so `import hloscan` stays cheap)::
 
 `check` takes the same settings as the `[tool.hloscan]` config table (select, ignore, severity, checks,
 tpu, vmem_limit_kib, host_outputs, per_path_ignores) as keyword arguments, plus `config=` (a
-pyproject.toml or hloscan.toml to read first), `strict=` (full-grammar parse) and `jobs=` (worker
+pyproject.toml or hloscan.toml to read first), `strict=` (True: full-grammar parse; False: fast path; default None: full grammar for
+texts up to 256 KiB, fast path above) and `jobs=` (worker
 processes; default 1). Bad settings raise `hloscan.config.ConfigError` naming the key; unparseable
 input raises `hloscan.parser.HloSyntaxError` (HLO001).
 """
@@ -50,8 +51,13 @@ def check(path_or_text: "str | PathLike[str]", **options: Any) -> "list[Finding]
     override = parse_config({k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()})
     config = _merge(config, override)
     if _is_text(path_or_text):
-        return _check_text(path_or_text, config, bool(options.get("strict")))
-    return _check_paths(str(path_or_text), config, bool(options.get("strict")), int(options.get("jobs", 1)))
+        return _check_text(path_or_text, config, _strict_option(options))
+    return _check_paths(str(path_or_text), config, _strict_option(options), int(options.get("jobs", 1)))
+
+
+def _strict_option(options: dict) -> bool | None:
+    strict = options.get("strict")
+    return None if strict is None else bool(strict)
 
 
 def _merge(base, override):
@@ -76,7 +82,7 @@ def _selection(config):
     return Selection(config.select or (), config.ignore or ())
 
 
-def _check_text(text: str, config, strict: bool) -> "list[Finding]":
+def _check_text(text: str, config, strict: bool | None) -> "list[Finding]":
     from .engine import run_checks, selected_checks
     from .finding import Finding
     from .loader import load_text
@@ -88,7 +94,7 @@ def _check_text(text: str, config, strict: bool) -> "list[Finding]":
     return sorted(findings, key=Finding.sort_key)
 
 
-def _check_paths(path: str, config, strict: bool, jobs: int) -> "list[Finding]":
+def _check_paths(path: str, config, strict: bool | None, jobs: int) -> "list[Finding]":
     from .engine import selected_checks
     from .runner import build_tasks, scan_tasks
 
@@ -101,7 +107,7 @@ def _check_paths(path: str, config, strict: bool, jobs: int) -> "list[Finding]":
     return result.findings
 
 
-def load(path: "str | PathLike[str]", strict: bool = False) -> "list[Module]":
+def load(path: "str | PathLike[str]", strict: bool | None = None) -> "list[Module]":
     """Parse every module in a file or dump folder; raises HloSyntaxError (HLO001) for the first bad file."""
     from .loader import load as _load
 

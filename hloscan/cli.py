@@ -18,6 +18,10 @@ from .runner import build_tasks, default_jobs, scan_tasks
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
+PARSE_MODE_HELP = ("Parse mode. --strict: the full grammar plus every attribute-value check XLA's parser makes. "
+                   "--fast: the line-oriented fast path (attribute values checked lazily). Default: --strict "
+                   "for files up to 256 KiB of text, --fast above (big machine-printed dumps).")
+
 
 class DefaultCheckGroup(click.Group):
     """`hloscan PATH...` means `hloscan check PATH...` (like ruff and flake8 taking paths directly)."""
@@ -38,7 +42,7 @@ def main() -> None:
     """
 
 
-def load_all(paths: tuple[str, ...], strict: bool) -> list[LoadedFile]:
+def load_all(paths: tuple[str, ...], strict: bool | None) -> list[LoadedFile]:
     """Load every input; a bad file is recorded and the others are still loaded."""
     loaded = []
     for path, skipped in discover(list(paths)):
@@ -53,8 +57,8 @@ def load_all(paths: tuple[str, ...], strict: bool) -> list[LoadedFile]:
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--strict", is_flag=True, help="Run the full lark grammar over the whole text (validates every attribute).")
-def parse(paths: tuple[str, ...], fmt: str, strict: bool) -> None:
+@click.option("--strict/--fast", default=None, help=PARSE_MODE_HELP)
+def parse(paths: tuple[str, ...], fmt: str, strict: bool | None) -> None:
     """Parse dumps and report their modules, or the first syntax error of each file."""
     status = EXIT_CLEAN
     for path, skipped in discover(list(paths)):
@@ -137,7 +141,7 @@ def check_option_values(tpu, vmem_limit_kib, host_outputs) -> dict[str, Any]:
 @click.option("--fail-on", type=click.Choice(["error", "warning", "note"]), default=None,
               help="Lowest severity that makes the exit code 1 [default: warning].")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings (still 2 when input could not be analysed).")
-@click.option("--strict", is_flag=True, help="Parse with the full grammar (validates every attribute).")
+@click.option("--strict/--fast", default=None, help=PARSE_MODE_HELP)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="Read this config file instead of searching for pyproject.toml / hloscan.toml upwards.")
@@ -221,7 +225,7 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
 
 
-def scan(paths, selection: Selection, options: dict[str, Any], strict: bool = False, *,
+def scan(paths, selection: Selection, options: dict[str, Any], strict: bool | None = None, *,
          severities: dict[str, Severity] | None = None, jobs: int = 1,
          ignored_for: Callable[[str], tuple[str, ...]] | None = None, progress=None,
          keep_modules: bool = True) -> ScanResult:

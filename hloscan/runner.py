@@ -56,7 +56,7 @@ def build_tasks(paths: Iterable[str], checks: list[type[Check]],
     return tasks
 
 
-def scan_file(task: Task, options: dict[str, Any], severities: dict[str, Severity], strict: bool,
+def scan_file(task: Task, options: dict[str, Any], severities: dict[str, Severity], strict: bool | None,
               keep_modules: bool) -> tuple[LoadedFile, list[Finding]]:
     """Load one file and run its checks (runs in a worker process when jobs > 1)."""
     loaded = load_file(task.path, strict)
@@ -71,7 +71,7 @@ def scan_file(task: Task, options: dict[str, Any], severities: dict[str, Severit
 
 
 def scan_tasks(tasks: list[Task], options: dict[str, Any] | None = None,
-               severities: dict[str, Severity] | None = None, strict: bool = False, jobs: int = 1,
+               severities: dict[str, Severity] | None = None, strict: bool | None = None, jobs: int = 1,
                keep_modules: bool = False, checks_run: list[str] | None = None,
                progress: TextIO | None = None) -> ScanResult:
     """Run every task; results are assembled in task order, so parallel output equals serial output."""
