@@ -20,8 +20,19 @@ _ATTR_START = re.compile(r"\s*(?:/\*.*?\*/\s*)*([A-Za-z_][A-Za-z0-9_.\-]*)=", re
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 
 
+# "Flat" text: brackets and braces that do not nest, no parentheses or strings, only comments without
+# brackets or commas (`/*index=5*/`). Signatures and operand lists are like this; a comma in it is at the
+# top level exactly when the next bracket after it opens (or none follows), so one C-level split does it.
+_FLAT_CHARS = r"[^\[\]{}()\"'/]"
+_FLAT = re.compile(_FLAT_CHARS + r"*+(?:(?:\[" + _FLAT_CHARS + r"*+\]|\{" + _FLAT_CHARS + r"*+\}"
+                   r"|/\*[^*\[\]{}(),\"'/]*+\*/)" + _FLAT_CHARS + r"*+)*+")
+_TOP_LEVEL_COMMA = re.compile(r",(?=[^\[\]{}]*+(?:[\[{]|\Z))")
+
+
 def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split at separators outside brackets, braces, parentheses, strings and comments."""
+    if sep == "," and _FLAT.fullmatch(text):
+        return _TOP_LEVEL_COMMA.split(text)
     parts, depth, start = [], 0, 0
     for m in _STRUCTURE.finditer(text):
         ch = m.group()

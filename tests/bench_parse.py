@@ -142,11 +142,12 @@ def build_large(copies: int = BIG_COPIES) -> Path:
     if out.exists():
         return out
     text = lzma.open(BIG / GPT48, "rt", encoding="utf-8").read()
-    header, _, body = text.partition("\n\n")
+    first = re.search(r"^(?:ENTRY[ \t]+)?%", text, re.M).start()  # the computations, after header and tables
+    body = text[first:]
     BUILD.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(header + "\n\n" + body)
+        handle.write(text)
         for k in range(1, copies):
             copy = _NAME.sub(lambda m, k=k: f"%{m.group(1)}__r{k}", body)
             handle.write("\n" + re.sub(r"^ENTRY ", "", copy, flags=re.M))
