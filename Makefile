@@ -25,7 +25,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
-## Parse the 48.5 MB benchmark dump into IR + graph; print MB/s and peak RSS.
+## A whole `hloscan check` and load+graph on the big dumps and a 255 MB input built from them (in build/bench/);
+## prints times, peak RSS and the ratio to XLA's C++ parser, timed in the same run when jaxlib is importable
+## (HLOSCAN_XLA_PYTHON=/path/to/python with jax), else the recorded figure. BENCH_REPEAT=3: best of N.
 bench: $(STAMP)
 	$(BIN)/python tests/bench_parse.py
 

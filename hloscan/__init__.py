@@ -31,7 +31,8 @@ in the list. Details: hloscan.api.
 
 `check` takes the same settings as the `[tool.hloscan]` config table (select, ignore, severity, checks,
 tpu, vmem_limit_kib, host_outputs, per_path_ignores) as keyword arguments, plus `config=` (a
-pyproject.toml or hloscan.toml to read first), `strict=` (full-grammar parse) and `jobs=` (worker
+pyproject.toml or hloscan.toml to read first), `strict=` (True: the full grammar; False: the fast path;
+None, the default: the full grammar for texts up to 256 KiB, the fast path above) and `jobs=` (worker
 processes; default 1). Bad settings raise `hloscan.lint.config.ConfigError` (a ValueError) naming the
 key; an input of an unsupported type raises TypeError.
 """
@@ -55,7 +56,7 @@ def check(source: "str | bytes | PathLike[str] | list[str | PathLike[str]] | Any
     return _check(source, **options)
 
 
-def load(source: "str | bytes | PathLike[str] | list[str | PathLike[str]] | Any", strict: bool = False) -> "Modules":
+def load(source: "str | bytes | PathLike[str] | list[str | PathLike[str]] | Any", strict: bool | None = None) -> "Modules":
     """Parse the same inputs as `check` into modules; bad inputs are in `.errors`, never raised."""
     from hloscan.api import load as _load
 

@@ -125,7 +125,7 @@ def check(source: Any, **options: Any) -> Findings:
         settings["host_outputs"] = list(inputs.host_outputs)  # jax's declared output memory kinds
     config = load_config(options["config"]) if options.get("config") else Config()
     config = config.merged(parse_config(settings))  # keyword arguments win, key by key, as flags do
-    strict = bool(options.get("strict"))
+    strict = None if options.get("strict") is None else bool(options["strict"])  # None: chosen by size
     if inputs.error is not None:
         result = _failed(inputs)
     elif inputs.text is not None:
@@ -160,7 +160,7 @@ def _failed(inputs: Inputs) -> "ScanResult":
     return ScanResult(files=[LoadedFile(inputs.label, [], inputs.error)])
 
 
-def load(source: Any, strict: bool = False) -> Modules:
+def load(source: Any, strict: bool | None = None) -> Modules:
     """Parse HLO text, bytes, a file, a dump folder or a list of them into modules; never raises for bad input."""
     from hloscan.hlo.loader import LoadedFile, discover, load_file, load_text
     from hloscan.hlo.errors import HloSyntaxError

@@ -24,12 +24,16 @@ from hloscan.reporters.text import skipped_summary
 
 # ---------------------------------------------------------------------- parse
 
+PARSE_MODE_HELP = ("Parse mode. --strict: the full grammar plus every attribute-value check XLA's parser makes. "
+                   "--fast: the line-oriented fast path (attribute values checked lazily). Default: --strict "
+                   "for files up to 256 KiB of text, --fast above (big machine-printed dumps).")
+
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--strict", is_flag=True, help="Run the full lark grammar over the whole text (validates every attribute).")
-def parse(paths: tuple[str, ...], fmt: str, strict: bool) -> None:
+@click.option("--strict/--fast", default=None, help=PARSE_MODE_HELP)
+def parse(paths: tuple[str, ...], fmt: str, strict: bool | None) -> None:
     """Parse dumps and report their modules, or the first syntax error of each file (`-` reads standard input)."""
     status = EXIT_CLEAN
     modules = 0
@@ -87,7 +91,7 @@ def _module_json(module) -> dict[str, Any]:
 @click.option("--fail-on", type=click.Choice(["error", "warning", "note"]), default=None,
               help="Lowest severity that makes the exit code 1 [default: warning].")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings (still 2 when input could not be analysed).")
-@click.option("--strict", is_flag=True, help="Parse with the full grammar (validates every attribute).")
+@click.option("--strict/--fast", default=None, help=PARSE_MODE_HELP)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write the report to this file (written whole or not at all; checked before scanning).")
 @config_options

@@ -232,7 +232,7 @@ def colour_option(func: Callable) -> Callable:
 # ---------------------------------------------------------------------- inputs of the analysis commands
 
 
-def load_all(paths: tuple[str, ...], strict: bool | None = False) -> list[LoadedFile]:
+def load_all(paths: tuple[str, ...], strict: bool | None = None) -> list[LoadedFile]:
     """Load every input; a bad file is recorded and the others are still loaded."""
     loaded = []
     for path, skipped in discover(list(paths)):

@@ -8,17 +8,52 @@ caller parses the module with the strict grammar instead, so the fast path never
 
 from __future__ import annotations
 
+import functools
 import re
 
 from hloscan.hlo.attrs import balanced_counts, closing_bracket, split_attributes, split_top_level
-from hloscan.hlo.ir import Computation, Instruction, Module, Operand, Parameter, Shape, StackFrameTables
+from hloscan.hlo.ir import Computation, Instruction, Layout, Module, Operand, Parameter, Shape, StackFrameTables
+from hloscan.hlo.shapes import parse_shape
 from hloscan.hlo.strict import LITERAL_OPCODES
 from hloscan.hlo.transform import IntegerOutOfRange, hlo_int
-from hloscan.hlo.shapes import parse_shape
 
 
 class FastPathUnsupported(Exception):
     """The text is not in the printer's line form; parse it strictly."""
+
+
+@functools.lru_cache(maxsize=None)
+def parse_shape_cached(text: str) -> Shape:
+    """A shape string as IR: plain array shapes read directly (the grammar is the slow part of a parse),
+    everything else by the grammar's `shape` rule."""
+    shape = _plain_array_shape(text)
+    return shape if shape is not None else parse_shape(text)
+
+
+# `f32[8,128]{1,0}`: the element types of the grammar's ELEMENT_TYPE that dumps use most, static dims without
+# leading zeros (well inside int64) and a bare minor-to-major layout. Anything else goes to the grammar.
+_PLAIN_TYPES = frozenset({"pred", "bf16", "f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64",
+                          "c64", "c128"})
+_PLAIN_DIM = r"(?:0|[1-9][0-9]{0,17})"
+_PLAIN_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[((?:" + _PLAIN_DIM + r")(?:," + _PLAIN_DIM + r")*)?\]"
+                          r"(?:\{(" + _PLAIN_DIM + r"(?:," + _PLAIN_DIM + r")*)\})?")
+
+
+def _plain_array_shape(text: str) -> Shape | None:
+    """The Shape the grammar builds for a plain array shape, or None to let the grammar read the text (which
+    also reports what is wrong with it, e.g. a layout that is not a permutation of the dimensions)."""
+    m = _PLAIN_SHAPE.fullmatch(text)
+    if m is None or m.group(1) not in _PLAIN_TYPES:
+        return None
+    element_type, dims_text, layout_text = m.groups()
+    dims = tuple(int(d) for d in dims_text.split(",")) if dims_text else ()
+    layout = None
+    if layout_text is not None:
+        minor_to_major = tuple(int(d) for d in layout_text.split(","))
+        if sorted(minor_to_major) != list(range(len(dims))):
+            return None
+        layout = Layout(minor_to_major)
+    return Shape(element_type, dims, (False,) * len(dims), layout)
 
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
@@ -182,28 +217,55 @@ class _LineParser:
         params = result = None
         if m.group(3):
             params, result = self._signature(m.group(3))
-        instructions = []
-        lines = self.lines
-        while True:
-            if self.i >= len(lines):
-                raise FastPathUnsupported("unterminated computation")
-            text = lines[self.i]
-            if not text.strip() or text.lstrip().startswith("//"):
-                self.i += 1
-                continue
-            if text[:1] == "}":
-                end = _COMPUTATION_END.fullmatch(text)
-                if end is None:
-                    raise FastPathUnsupported("computation end")
-                self.i += 1
-                break
-            instructions.append(self._instruction(text, self.i))
-            self.i += 1
+        instructions = self._body()
+        end = _COMPUTATION_END.fullmatch(self.lines[self.i - 1])
         if not instructions:
             raise FastPathUnsupported("empty computation")
         col = 1
         return Computation(m.group(2), tuple(instructions), bool(m.group(1)), params, result, end.group(1),
                            number + 1 + self.offset, col)
+
+    def _body(self) -> list[Instruction]:
+        """The instructions up to and past the closing `}` (the hot loop of the whole parse).
+
+        The common line is taken in one regex match with everything it needs in locals; a line it does
+        not cover (blank, comment, the end, or an instruction in another form) goes the general way.
+        """
+        instructions: list[Instruction] = []
+        append = instructions.append
+        lines, count = self.lines, len(self.lines)
+        simple_line, tail_is_plain, literal_opcodes = _SIMPLE_LINE.fullmatch, _tail_is_plain, LITERAL_OPCODES
+        shape_of, operands_of = parse_shape_cached, self._simple_operands
+        base = 1 + self.offset
+        i = self.i
+        while True:
+            if i >= count:
+                raise FastPathUnsupported("unterminated computation")
+            text = lines[i]
+            m = simple_line(text.rstrip())
+            if m is not None:
+                indent, root, sigil, name, shape_text, opcode, inner, tail = m.groups()
+                if tail is None or tail_is_plain(tail):
+                    if self.percent is None:
+                        self.percent = bool(sigil)
+                    if opcode in literal_opcodes:
+                        append(Instruction(name, opcode, shape_of(shape_text), (), tail or "", bool(root),
+                                           inner.strip(), i + base, len(indent) + 1))
+                    else:
+                        append(Instruction(name, opcode, shape_of(shape_text), operands_of(inner) if inner else (),
+                                           tail or "", bool(root), None, i + base, len(indent) + 1))
+                    i += 1
+                    continue
+            if not text.strip() or text.lstrip().startswith("//"):
+                i += 1
+                continue
+            if text[:1] == "}":
+                if _COMPUTATION_END.fullmatch(text) is None:
+                    raise FastPathUnsupported("computation end")
+                self.i = i + 1
+                return instructions
+            append(self._general_instruction(text, i))
+            i += 1
 
     def _signature(self, text: str):
         close = _closing(text, 0)
@@ -217,26 +279,10 @@ class _LineParser:
                 pname, sep, shape_text = part.strip().partition(":")
                 if not sep or not pname:
                     raise FastPathUnsupported("signature parameter")
-                params.append(Parameter(pname, parse_shape(shape_text.strip())))
-        return tuple(params), parse_shape(rest[2:].strip())
+                params.append(Parameter(pname, parse_shape_cached(shape_text.strip())))
+        return tuple(params), parse_shape_cached(rest[2:].strip())
 
     # ------------------------------------------------------------------ instructions
-
-    def _instruction(self, line: str, number: int) -> Instruction:
-        m = _SIMPLE_LINE.fullmatch(line.rstrip())
-        if m is not None and (m.group(8) is None or _tail_is_plain(m.group(8))):
-            indent, root, sigil, name, shape_text, opcode, inner, tail = m.groups()
-            if self.percent is None:
-                self.percent = bool(sigil)
-            literal = None
-            operands: tuple[Operand, ...] = ()
-            if opcode in LITERAL_OPCODES:
-                literal = inner.strip()
-            elif inner:
-                operands = self._simple_operands(inner)
-            return Instruction(name, opcode, parse_shape(shape_text), operands, tail or "", bool(root),
-                               literal, number + 1 + self.offset, len(indent) + 1)
-        return self._general_instruction(line, number)
 
     def _simple_operands(self, inner: str) -> tuple[Operand, ...]:
         cache = self.operand_cache
@@ -267,7 +313,7 @@ class _LineParser:
             if sm is None:
                 raise FastPathUnsupported(f"shape at line {number + 1}")
             shape_end = sm.end()
-        shape = parse_shape(line[pos:shape_end])
+        shape = parse_shape_cached(line[pos:shape_end])
         om = _OPCODE.match(line, shape_end)
         if om is None:
             raise FastPathUnsupported(f"opcode at line {number + 1}")
@@ -309,7 +355,7 @@ class _LineParser:
             if m is None:
                 raise FastPathUnsupported(f"operand at line {number + 1}")
             shape_text = shape_text.strip()
-            shape = parse_shape(shape_text) if shape_text else None
+            shape = parse_shape_cached(shape_text) if shape_text else None
             index = tuple(_int(i) for i in m.group(3).split("#")[1:]) if m.group(3) else ()
             out.append(Operand(m.group(2), shape, index))
         return tuple(out)

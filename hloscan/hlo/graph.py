@@ -11,13 +11,16 @@ Edges run from producer to consumer with `kind`:
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from hloscan.hlo.attrs import CALL_ATTRS, parse_name_list
 from hloscan.hlo.gcpause import gc_paused
 
 # Module, Computation and Instruction in the annotations below are hloscan.hlo.ir's, named but not imported:
 # ir builds the graph (Module.graph), so this module must not import ir, not even for type checking.
+
+if TYPE_CHECKING:  # networkx is imported when a graph is built: checks that never build one skip its import
+    import networkx as nx
 
 Node = tuple[str, str]
 
@@ -104,6 +107,8 @@ def _digraph_from_adjacency(name: str, nodes: dict, succ: dict, pred: dict) -> n
     subclassing docs describe) directly, because add_nodes_from/add_edges_from took 2.6 s on a
     346k-instruction dump. tests/test_graph.py checks the result equals a build through the public API.
     """
+    import networkx as nx
+
     graph = nx.DiGraph(module=name)
     graph._node = nodes
     graph._adj = graph._succ = succ

@@ -172,7 +172,7 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
-def load_file(path: str, strict: bool = False) -> LoadedFile:
+def load_file(path: str, strict: bool | None = None) -> LoadedFile:
     try:
         return LoadedFile(path, parse_text(read_text(path), path, strict))
     except HloSyntaxError as exc:
@@ -180,7 +180,7 @@ def load_file(path: str, strict: bool = False) -> LoadedFile:
         return LoadedFile(path, error=exc)
 
 
-def load(path: str | Path, strict: bool = False) -> list[Module]:
+def load(path: str | Path, strict: bool | None = None) -> list[Module]:
     """Parse every module in a file or dump folder. Raises HloSyntaxError for the first bad file."""
     modules: list[Module] = []
     for file, skipped in discover([path]):
@@ -193,5 +193,5 @@ def load(path: str | Path, strict: bool = False) -> list[Module]:
     return modules
 
 
-def load_text(text: str, path: str = "<text>", strict: bool = False) -> list[Module]:
+def load_text(text: str, path: str = "<text>", strict: bool | None = None) -> list[Module]:
     return parse_text(text, path, strict)

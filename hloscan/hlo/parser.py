@@ -37,12 +37,26 @@ def split_modules(text: str) -> list[tuple[int, str]]:
     return [(offset, chunk) for offset, chunk in chunks if _HAS_CODE.search(chunk)]
 
 
-def parse_text(text: str, path: str | None = None, strict: bool = False) -> list[Module]:
+# The default mode (strict=None) parses texts up to this many characters with the full grammar and every
+# attribute-value check (as strict as XLA's parser: a hand-written module or a lit test costs well under a
+# second); bigger texts, which are machine-printed dumps, take the line-oriented fast path.
+STRICT_AUTO_MAX_CHARS = 256 * 1024
+
+
+def resolve_strict(strict: bool | None, size: int) -> bool:
+    """The parse mode in force: True (full grammar) or False (fast path) as asked, else chosen by size."""
+    return size <= STRICT_AUTO_MAX_CHARS if strict is None else strict
+
+
+def parse_text(text: str, path: str | None = None, strict: bool | None = None) -> list[Module]:
     """Parse every module in a text. Raises HloSyntaxError at the first bad module.
 
-    Line endings are normalised first (XLA treats CR as whitespace; this keeps line numbers right for
-    CRLF and lone-CR files alike).
+    `strict`: True runs the full grammar, False the fast path (falling back to the grammar where it
+    cannot go), None (the default) the full grammar for texts up to STRICT_AUTO_MAX_CHARS, else the fast
+    path. Line endings are normalised first (XLA treats CR as whitespace; this keeps line numbers right
+    for CRLF and lone-CR files alike).
     """
+    strict = resolve_strict(strict, len(text))
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     chunks = split_modules(text) if "// -----" in text else [(0, text)] if _HAS_CODE.search(text) else []

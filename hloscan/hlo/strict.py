@@ -7,7 +7,7 @@ from lark import Token, Tree
 from hloscan.hlo.attrs import strip_comments_and_space
 from hloscan.hlo.grammar import parser
 from hloscan.hlo.ir import Computation, Instruction, Module, Operand, Parameter, StackFrameTables
-from hloscan.hlo.transform import hlo_int, shape_from_tree
+from hloscan.hlo.transform import ShapeError, hlo_int, shape_from_tree
 
 LITERAL_OPCODES = frozenset({"parameter", "constant"})
 
@@ -167,9 +167,30 @@ class _Builder:
             operands = tuple(self.operand(o) for o in operands_nodes)
         attrs_text = self.text[rparen_end : _end(attr_nodes[-1])] if attr_nodes else ""
         attrs = tuple(self.attribute(a) for a in attr_nodes)
+        for attr in attr_nodes:
+            for body in attr.find_data("computation_body"):
+                self._check_inline_body(body)
         inst = Instruction(name or "", opcode or "", shape, operands, attrs_text, is_root, literal, line, col)
         object.__setattr__(inst, "_attrs", attrs)
         return inst
+
+    def _check_inline_body(self, body: Tree) -> None:
+        """An inline (full-bodies) computation such as `to_apply={...}`: XLA parses it as a computation, so
+        each operand must name an instruction defined before it in that body (the IR keeps the body as raw
+        attribute text, so this is the one place it is looked at)."""
+        defined: set[str] = set()
+        for child in body.children:
+            if not isinstance(child, Tree):
+                continue
+            inst = self.instruction(child)
+            for operand in inst.operands:
+                if operand.name is None:
+                    raise ShapeError("expects name (an operand of an inline computation names an instruction)",
+                                     child.meta.line, child.meta.column)
+                if operand.name not in defined:
+                    raise ShapeError(f"instruction does not exist: {operand.name} (inline computation)",
+                                     child.meta.line, child.meta.column)
+            defined.add(inst.name)
 
     def _closing_paren(self, open_pos: int, operand_nodes: list[Tree], node: Tree) -> int:
         """End offset of the `)` closing the operand list (the grammar drops anonymous tokens)."""

@@ -58,7 +58,8 @@ def collect(paths: Iterable[str]) -> Inputs:
     return Inputs([p for p, reason in found if reason is None], [(p, r) for p, r in found if r is not None])
 
 
-def scan(paths: Iterable[str], config: Config, *, strict: bool = False, jobs: int = 1, progress: TextIO | None = None,
+def scan(paths: Iterable[str], config: Config, *, strict: bool | None = None, jobs: int = 1,
+         progress: TextIO | None = None,
          keep_modules: bool = False, inputs: Inputs | None = None) -> ScanResult:
     """The one scan path of `hloscan check` and `hloscan.check()`: files and dump folders, each check on the
     dump stage it declares (see hloscan.lint.stages), in `jobs` worker processes unless `keep_modules`.
@@ -74,7 +75,7 @@ def scan(paths: Iterable[str], config: Config, *, strict: bool = False, jobs: in
     return result
 
 
-def scan_text(text: str, config: Config, *, strict: bool = False, path: str = "<text>") -> ScanResult:
+def scan_text(text: str, config: Config, *, strict: bool | None = None, path: str = "<text>") -> ScanResult:
     """`scan` for HLO text in memory (one stage: every selected check runs on it)."""
     checks = selected_checks(Selection(config.select or (), config.ignore or ()))
     result = ScanResult(checks_run=[c.code for c in checks])
@@ -115,7 +116,7 @@ def tasks_for(files: list[str], checks: list[type[Check]],
     return tasks
 
 
-def scan_file(task: Task, options: dict[str, Any], severities: dict[str, Severity], strict: bool,
+def scan_file(task: Task, options: dict[str, Any], severities: dict[str, Severity], strict: bool | None,
               keep_modules: bool) -> tuple[LoadedFile, list[Finding]]:
     """Load one file and run its checks (runs in a worker process when jobs > 1)."""
     loaded = load_file(task.path, strict)
@@ -130,7 +131,7 @@ def scan_file(task: Task, options: dict[str, Any], severities: dict[str, Severit
 
 
 def scan_tasks(tasks: list[Task], options: dict[str, Any] | None = None,
-               severities: dict[str, Severity] | None = None, strict: bool = False, jobs: int = 1,
+               severities: dict[str, Severity] | None = None, strict: bool | None = None, jobs: int = 1,
                keep_modules: bool = False, checks_run: list[str] | None = None,
                progress: TextIO | None = None) -> ScanResult:
     """Run every task; results are assembled in task order, so parallel output equals serial output."""

@@ -60,9 +60,11 @@ def test_json_error_object(tmp_path):
 def test_strict_mode_rejects_bad_attribute_the_fast_path_leaves_lazy(tmp_path):
     text = GOOD.replace("negate(%p)", "negate(%p), window={size=3x3 ???}")
     path = write(tmp_path, "lazy.hlo.txt", text)
-    assert run("parse", path).exit_code == 0
+    assert run("parse", "--fast", path).exit_code == 0
     strict = run("parse", "--strict", path)
     assert strict.exit_code == 2 and ":5:" in strict.output
+    default = run("parse", path)  # a small file: the default mode is strict
+    assert default.exit_code == 2 and ":5:" in default.output
 
 
 def test_empty_file(tmp_path):

@@ -556,6 +556,9 @@ class _Walker:
 
 def analyze(module: Module, host_outputs: Iterable[int] | None = None) -> HostOffloadAnalysis:
     """Replay the host-offload walks of `module`; `host_outputs` adds outputs declared in host memory."""
+    if not may_start_offload(module):
+        # Every walk starts at one of these; without any, indexing 5,000 computations finds nothing.
+        return HostOffloadAnalysis(module)
     ix = _Index(module, host_outputs)
     result = HostOffloadAnalysis(module)
     walker = _Walker(ix, result)
@@ -566,6 +569,24 @@ def analyze(module: Module, host_outputs: Iterable[int] | None = None) -> HostOf
         result.offloads.append(offload)
         walker.walk(offload)
     return result
+
+
+# Custom-call targets a walk can start from (MoveToHost, its frontend form, a kernel with a host output).
+_START_TARGETS = MOVE_TO_HOST | {"annotate_device_placement", "tpu_custom_call"}
+
+
+def may_start_offload(module: Module) -> bool:
+    """A cheap over-approximation of "some walk starts here": a host-memory entry parameter (declared in
+    the header layout or printed), or a custom call that can move a value to host. False means `analyze`
+    finds nothing, so it can skip its indexes."""
+    layout = module.attr("entry_computation_layout")
+    if layout and "S(" in layout:
+        return True
+    for inst in module.entry.parameter_instructions.values():
+        if inst.shape is not None and any(leaf.memory_space == HOST_MEMORY_SPACE for _, leaf in inst.shape.leaves()):
+            return True
+    return any(inst.opcode == "custom-call" and _target(inst) in _START_TARGETS
+               for comp in module.computations for inst in comp.instructions)
 
 
 def _offloads(ix: _Index, walker: _Walker) -> Iterator[Offload]:

@@ -90,9 +90,13 @@ class ComputeOnHostValue(Check):
         if past_offloader(ctx.module, ctx.path):
             # The offloader already ran: reads of S(5) buffers are its async (dynamic-)slice / copy DMAs, and
             # the walk it replaces no longer applies. Only compute printed on an S(5) operand is left to report.
+            if not _has_host_shapes(ctx.module):
+                return
             candidates = _printed_host_operands(ctx.module, skip=DMA_OPCODES)
         else:
             analysis = context_analysis(ctx, self)  # shared with HLO101
+            if not analysis.host_compute and not _has_host_shapes(ctx.module):
+                return  # no walked compute and no S(5) shape: no candidate at all
             candidates = _candidates(ctx.module, analysis)
         for comp, inst, operand, origin in candidates:
             if (comp.name, inst.name) in seen or comp.name in deliberate or _marked_host(inst):
@@ -137,6 +141,16 @@ def _printed_host_operands(module: Module, skip: frozenset[str] = frozenset()):
                 if shape is not None and any(l.memory_space == HOST_MEMORY_SPACE for _, l in shape.leaves()):
                     yield comp, inst, operand.name or "?", None
                     break
+
+
+def _has_host_shapes(module: Module) -> bool:
+    """Whether any instruction or printed operand shape has a host-memory leaf. Shapes are shared objects,
+    so the distinct ones are gathered first (by identity) and each is looked at once."""
+    shapes = {id(inst.shape): inst.shape for comp in module.computations for inst in comp.instructions}
+    shapes.update((id(o.shape), o.shape) for comp in module.computations for inst in comp.instructions
+                  for o in inst.operands if o.shape is not None)
+    return any(shape is not None and any(leaf.memory_space == HOST_MEMORY_SPACE for _, leaf in shape.leaves())
+               for shape in shapes.values())
 
 
 def _origin(module: Module, analysis: HostOffloadAnalysis, key: Key) -> Instruction | None:

@@ -57,15 +57,15 @@ def test_prediction_fuses_elementwise_ops_and_drops_host_annotated_values():
 
 def test_untiled_prediction_gets_default_tpu_tiles():
     text = """HloModule pad
-ENTRY %main (x: f32[8,3]) -> f32[8,3] {
-  %x = f32[8,3]{1,0} parameter(0)
-  %s = f32[8,3]{1,0} sort(%x), dimensions={1}, to_apply=%lt
-  ROOT %d = f32[8,3]{1,0} dot(%s, %s), lhs_contracting_dims={1}, rhs_contracting_dims={1}
-}
 %lt (a: f32[], b: f32[]) -> pred[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
   ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+ENTRY %main (x: f32[8,3]) -> f32[8,3] {
+  %x = f32[8,3]{1,0} parameter(0)
+  %s = f32[8,3]{1,0} sort(%x), dimensions={1}, to_apply=%lt
+  ROOT %d = f32[8,3]{1,0} dot(%s, %s), lhs_contracting_dims={1}, rhs_contracting_dims={1}
 }
 """
     [module] = load_text(text)
