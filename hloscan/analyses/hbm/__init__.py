@@ -15,9 +15,9 @@ fixes that fit what is live at the peak; explain.py explains a pasted message ag
 Reference: docs/hbm.md; https://openxla.org/xla/errors/error_1000
 """
 
-from hloscan.analyses.hbm.analyze import analyze_module, analyze_modules
+from hloscan.analyses.hbm.analyze import analyze_module, analyze_modules, compiled_for_another_backend
 from hloscan.analyses.hbm.capacity import CAPACITY_BYTES, DEFAULT_GENERATION, capacity_bytes, human, verdict
 from hloscan.analyses.hbm.model import HbmResult, LiveBuffer
 
-__all__ = ["CAPACITY_BYTES", "DEFAULT_GENERATION", "HbmResult", "LiveBuffer", "analyze_module", "analyze_modules",
+__all__ = ["CAPACITY_BYTES", "DEFAULT_GENERATION", "HbmResult", "LiveBuffer", "analyze_module", "analyze_modules", "compiled_for_another_backend",
            "capacity_bytes", "human", "verdict"]

@@ -27,6 +27,18 @@ def stage_of(path: str, module: Module) -> str:
     return "after_optimizations" if module.attr("is_scheduled") == "true" else "before_optimizations"
 
 
+def compiled_for_another_backend(module: Module) -> bool:
+    """A scheduled module whose entry layouts carry no TPU tiles was compiled for CPU or GPU: XLA:TPU tiles
+    every array and scalar it lays out (`{1,0:T(8,128)}`, `{:T(128)}`), so TPU HBM does not apply to it."""
+    if module.attr("is_scheduled") != "true":
+        return False  # before optimisation: a prediction for a TPU compile
+    layout = module.attr("entry_computation_layout") or ""
+    if "T(" in layout:
+        return False
+    params = module.entry.parameter_instructions.values()
+    return not any(p.shape is not None and "T(" in p.shape.to_text() for p in params)
+
+
 def entry_figures(sig: Signature, generation: str, module: Module) -> tuple[int, int, int]:
     """Arguments, outputs and aliased bytes in HBM, as memory_analysis() counts them (tuple tables included)."""
     args = sum(p.bytes for p in sig.parameters if p.memory_space == HBM_SPACE)

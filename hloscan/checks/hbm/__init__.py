@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscan.analyses.hbm import HbmResult, analyze_modules, human
+from hloscan.analyses.hbm import HbmResult, analyze_modules, compiled_for_another_backend, human
 from hloscan.analyses.hbm.hints import fix_hints
 from hloscan.checks.options import TPU
 from hloscan.lint.finding import TRACE_KEY, Finding
@@ -19,8 +19,11 @@ HBM = register_family(Family(prefix="HLO4", name="hbm", title="HBM use against c
                              options={"tpu": TPU}))
 
 
-def context_result(ctx: "Context", check: "type[Check] | Check") -> HbmResult:
-    """The module's HBM figures for the run's TPU, memoised so HLO401 and HLO402 compute them once."""
+def context_result(ctx: "Context", check: "type[Check] | Check") -> HbmResult | None:
+    """The module's HBM figures for the run's TPU, memoised so HLO401 and HLO402 compute them once; None for
+    a module compiled for CPU or GPU, to which no TPU's HBM applies."""
+    if compiled_for_another_backend(ctx.module):
+        return None
     tpu = ctx.option(check, "tpu")
     return ctx.memo(("hbm", tpu), lambda: analyze_modules([ctx.module], ctx.path, tpu)[0])
 

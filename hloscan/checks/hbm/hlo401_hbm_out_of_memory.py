@@ -52,5 +52,5 @@ class HbmOutOfMemory(Check):
 
     def run(self, ctx) -> Iterator[Finding]:
         r = context_result(ctx, self)
-        if verdict(r.xla_total_bytes, r.capacity_bytes) == "E1000":
+        if r is not None and verdict(r.xla_total_bytes, r.capacity_bytes) == "E1000":
             yield hbm_finding(self, ctx, r, f"{figure_text(r)}: over by {human(r.over_bytes)} (XLA E1000)")

@@ -45,7 +45,7 @@ class HbmTight(Check):
 
     def run(self, ctx) -> Iterator[Finding]:
         r = context_result(ctx, self)
-        if verdict(r.xla_total_bytes, r.capacity_bytes, ctx.option(self, "margin")) != "tight":
+        if r is None or verdict(r.xla_total_bytes, r.capacity_bytes, ctx.option(self, "margin")) != "tight":
             return
         share = r.xla_total_bytes / r.capacity_bytes
         finding = hbm_finding(self, ctx, r, f"{figure_text(r)}: {share:.0%} of capacity, under the margin")
