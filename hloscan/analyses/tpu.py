@@ -38,6 +38,10 @@ class TpuGeneration:
     # HBM XLA reports available to one program ("exceeds available HBM (15.75G)"); G is GiB. Read from the
     # compiler's own OOM messages for a 1 TiB program (compile-only; v5p measured at 95.74G).
     hbm_capacity: int = 0
+    # VMEM that XLA's memory-space assignment fills with program temporaries, which then take no HBM (the
+    # largest color-1 totals in the oracle's memory-usage reports: 112 MiB v5e, 64 MiB v7x; v6e has v5e's
+    # 128 MiB VMEM; v5p/v4 reported smaller VMEM).
+    vmem_for_temporaries: int = 0
 
 
 # Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
@@ -45,15 +49,17 @@ class TpuGeneration:
 # scratch capacity is larger; 96 MiB is the figure jax's pipelining doc gives (tpu_info says 64).
 GENERATIONS: dict[str, TpuGeneration] = {
     "v4": TpuGeneration("v4", 16 * MIB, 16 * MIB, 16 * MIB, 1, False, compact_columns=False,
-                        upcast_8bit_scratch=True, tuple_table_granule=512, hbm_capacity=int(15.25 * GIB)),
+                        upcast_8bit_scratch=True, tuple_table_granule=512, hbm_capacity=int(15.25 * GIB),
+                        vmem_for_temporaries=16 * MIB),
     # v5e: "Used 176.82M of 128.00M vmem" (tpu-oracle/real)
     "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB, 128 * MIB, 1, True, tuple_table_granule=512,
-                         hbm_capacity=int(15.75 * GIB)),
+                         hbm_capacity=int(15.75 * GIB), vmem_for_temporaries=112 * MIB),
     "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False,
-                         hbm_capacity=int(95.74 * GIB)),
-    "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True, hbm_capacity=int(31.25 * GIB)),
+                         hbm_capacity=int(95.74 * GIB), vmem_for_temporaries=64 * MIB),
+    "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True,
+                         hbm_capacity=int(31.25 * GIB), vmem_for_temporaries=112 * MIB),
     "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False,
-                         hbm_capacity=int(94.75 * GIB)),
+                         hbm_capacity=int(94.75 * GIB), vmem_for_temporaries=64 * MIB),
 }
 
 # Other names users and tools print for the same chips (jax device_kind, Cloud TPU names, libtpu topologies).

@@ -8,6 +8,14 @@ from typing import Callable
 
 _CODE_RE = re.compile(r"^E(\d{4})$")
 
+# XLA prints sizes in its messages with HumanReadableNumBytes ("17.00M", "340.0K", "19.13G"): binary units.
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def size_unit_bytes(unit: str | None) -> int:
+    """Bytes in one unit of a size in an XLA message: "", "B", "K", "KB", "KiB", "M", ... (all binary)."""
+    return _SIZE_UNITS.get((unit or "").upper().removesuffix("B").removesuffix("I"), 1)
+
 
 @dataclass(frozen=True)
 class XlaError:

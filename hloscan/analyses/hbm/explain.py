@@ -13,13 +13,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from hloscan.analyses.xla_errors import size_unit_bytes
 from hloscan.hlo.ir import Module
 from hloscan.analyses.hbm.analyze import analyze_module
 from hloscan.analyses.hbm.capacity import CAPACITY_BYTES, human
 from hloscan.analyses.hbm.hints import fix_hints
 
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "MIB": 1 << 20,
-          "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TB": 1 << 40, "TIB": 1 << 40}
 _NUM = r"([\d.]+)\s*([KMGT]i?B?|B)?"
 _SHORT = re.compile(r"Ran out of memory on HBM, the total memory required for HLO temporaries \(" + _NUM +
                     r"\) exceeds available HBM \(" + _NUM + r"\)", re.I)
@@ -31,7 +30,7 @@ _ALLOC_FIELD = re.compile(r"^\s*(Operator|op_name|Shape|Unpadded size|XLA label|
 
 
 def to_bytes(number: str, unit: str | None) -> int:
-    return int(float(number) * _UNITS.get((unit or "").upper(), 1))
+    return int(float(number) * size_unit_bytes(unit))
 
 
 @dataclass

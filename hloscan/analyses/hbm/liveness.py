@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+from hloscan.analyses.tpu import GENERATIONS, canonical_name
 from hloscan.hlo.attrs import parse_frontend_attributes, parse_name_list
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 from hloscan.hlo.layout import UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes, with_layout
@@ -28,10 +29,6 @@ from hloscan.hlo.signature import parse_aliases
 
 HBM_SPACE = 0
 HOST_SPACE = 5  # S(5)
-# VMEM XLA's memory-space assignment fills with temporaries (largest color-1 totals seen in the oracle's
-# memory-usage reports: 112 MiB v5e, 64 MiB v7x; v6e has v5e's 128 MiB VMEM; v5p/v4 reported smaller VMEM).
-MIB = 1 << 20
-VMEM_FOR_TEMPORARIES = {"v4": 16 * MIB, "v5e": 112 * MIB, "v5p": 64 * MIB, "v6e": 112 * MIB, "v7x": 64 * MIB}
 HOST_PLACEMENTS = ("pinned_host", "unpinned_host")
 
 # Instructions whose result is (part of) an operand's buffer: no new memory.
@@ -582,7 +579,7 @@ class Simulator:
             else:
                 role = "temp"
             lives.append(BufferLife(root, size, start, stop, named, role))
-        budget = VMEM_FOR_TEMPORARIES.get(self.generation or "", 0) if self.predict else 0
+        budget = _vmem_for_temporaries(self.generation) if self.predict else 0
         peak, at = _peak([b for b in lives if b.role == "temp"], budget)
         return Simulation(lives, peak, at, self.positions)
 
@@ -685,3 +682,9 @@ def _fusion_in_place(called: Computation, operands: list[Tree], fresh) -> Tree |
 
 def simulate(module: Module, predict: bool, generation: str | None = None) -> Simulation:
     return Simulator(module, predict, generation).run()
+
+
+def _vmem_for_temporaries(tpu: str | None) -> int:
+    """VMEM the generation's memory-space assignment fills with temporaries; 0 for an unknown generation."""
+    name = canonical_name(tpu or "")
+    return GENERATIONS[name].vmem_for_temporaries if name else 0

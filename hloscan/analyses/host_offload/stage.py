@@ -11,7 +11,7 @@ cannot hold there, and any host compute left is the offloader's own, already-mad
 from __future__ import annotations
 
 from hloscan.hlo.dump_names import stage_of
-from hloscan.hlo.ir import HOST_MEMORY_SPACE, Instruction, Module
+from hloscan.hlo.ir import HOST_MEMORY_SPACE, Computation, Instruction, Module
 
 # Stages XLA writes only once the whole HLO pipeline (host offloader included) has run.
 PAST_OFFLOADER_STAGES = ("after_optimizations", "after_codegen")
@@ -57,16 +57,6 @@ def _has_offloader_dmas(module: Module) -> bool:
     return False
 
 
-def _touches_host(comp, inst: Instruction) -> bool:
-    shapes = [inst.shape] + [_operand_shape(comp, inst, pos) for pos in range(len(inst.operands))]
+def _touches_host(comp: Computation, inst: Instruction) -> bool:
+    shapes = [inst.shape] + [comp.operand_shape(inst, pos) for pos in range(len(inst.operands))]
     return any(leaf.memory_space == HOST_MEMORY_SPACE for s in shapes if s is not None for _, leaf in s.leaves())
-
-
-def _operand_shape(comp, inst: Instruction, pos: int):
-    operand = inst.operands[pos]
-    if operand.shape is not None:
-        return operand.shape
-    producer = comp.by_name.get(operand.name or "")
-    if producer is None or producer.shape is None:
-        return None
-    return producer.shape.at(operand.tuple_index) if operand.tuple_index else producer.shape

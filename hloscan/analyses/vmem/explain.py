@@ -8,12 +8,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from hloscan.analyses.tpu import GENERATIONS, KIB, MIB
+from hloscan.analyses.xla_errors import size_unit_bytes
 from hloscan.analyses.vmem.estimate import parse_backend_config
 from hloscan.hlo.attrs import parse_metadata
 from hloscan.hlo.ir import Instruction, Module
 from hloscan.hlo.source import source_location
-
-_UNITS = {"": 1, "B": 1, "K": KIB, "M": MIB, "G": 1024 * MIB, "T": 1024 * 1024 * MIB}
 
 # XLA prints sizes with HumanReadableNumBytes: "17.00M", "340.0K", "512B" (binary units).
 _NUM = r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?"
@@ -76,7 +75,7 @@ class E1001Explanation:
 
 def parse_size(number: str, unit: str) -> tuple[int, int]:
     """('17.00', 'M') -> (17825792, tolerance): the bytes and half a unit of the last printed digit."""
-    scale = _UNITS[unit.upper()]
+    scale = size_unit_bytes(unit)
     decimals = len(number.split(".", 1)[1]) if "." in number else 0
     return round(float(number) * scale), (scale // 2) // (10 ** decimals)
 
