@@ -28,6 +28,19 @@ def printable(text: str) -> str:
     return _SURROGATE.sub(_escape, text)
 
 
+# Strings from a dump (file names, op names) may hold characters a terminal obeys or a line reader splits on
+# (str.splitlines: \x0b, \x1c-\x1e, \x85, U+2028, U+2029). Tab and newline are left to each reporter.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def neutralised(text: str) -> str:
+    """`printable(text)` with control and line-separator characters shown as escapes (`\\x1b`, `\\u2028`), so
+    one finding stays one line in a line-oriented report."""
+    escaped = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                           else f"\\u{ord(m.group()):04x}", text)
+    return printable(escaped)
+
+
 def uri_path(path: str) -> str:
     """A percent-encoded URI path for a file name, from its original bytes (an `\\xff` byte is `%FF`)."""
     return quote(os.fsencode(path) if _SURROGATE.search(path) else path.encode("utf-8", "surrogatepass"))

@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import TextIO
 
 from hloscan.lint.engine import ScanResult
-from hloscan.lint.files import printable
+from hloscan.lint.files import neutralised
 from hloscan.lint.finding import Finding, Severity
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
 
 
 def escape_data(text: str) -> str:
-    """The message part: `%`, CR and LF are percent-encoded (the runner's escapeData)."""
-    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """The message part: `%`, CR and LF are percent-encoded (the runner's escapeData); other control and
+    line-separator characters from a dump are shown as escapes, so an annotation stays one line."""
+    return neutralised(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, TextIO
 
 from hloscan.lint.engine import ScanResult
-from hloscan.lint.files import printable
+from hloscan.lint.files import neutralised, printable
 from hloscan.lint.finding import Finding, Severity
 
 _COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.NOTE: "36"}
 
 
-# Strings from a dump (file names, op names) may hold control characters; a terminal must not obey them.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def clean(text: Any) -> str:
-    return printable(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))).replace("\n", "\\n")
+    return neutralised(str(text)).replace("\n", "\\n")
 
 
 def _paint(text: str, code: str, colour: bool) -> str:

@@ -173,6 +173,15 @@ def test_github_escaping_rules():
     assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
 
 
+def test_dump_strings_cannot_split_a_report_line():
+    """Line separators other than \\n (found by the fuzzer in a metadata source_file) stay inside one line."""
+    from hloscan.reporters.text import clean
+
+    hostile = "a\u2028b\u2029c\x85d\x1ce\x0bf\x1bg"
+    assert len(escape_data(hostile).splitlines()) == 1 and "\\u2028" in escape_data(hostile)
+    assert len(clean(hostile).splitlines()) == 1 and "\\x1b" in clean(hostile)
+
+
 def test_github_format_escapes_dump_strings(marked, workdir):
     folder = workdir / "odd,dir:100%"
     write(workdir, "src/model.py", "def f(): ...\n")
