@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from itertools import repeat
 
 from hloscan.hlo.attrs import balanced_counts, closing_bracket, split_attributes, split_top_level
 from hloscan.hlo.ir import Computation, Instruction, Layout, Module, Operand, Parameter, Shape, StackFrameTables
@@ -73,12 +74,14 @@ _TABLE_STRING = re.compile(r"(\d+)[ \t]+(\"[^\"\\]*+(?:\\.[^\"\\]*+)*+\")[ \t]*"
 _TABLE_FIELDS = re.compile(r"(\d+)[ \t]+\{(.*)\}[ \t]*")
 _FIELD = re.compile(r"(" + _NAME + r")=(-?\d+)")
 # The common line in one match: indent, ROOT, sigil, name, array shape with a brace-free layout, opcode,
-# operands without brackets, and the attribute tail. Other lines take the general route below.
+# operands and the attribute tail. The operand list is either plain references (`%a, %b`, group 7) or other
+# bracket-free text (group 8: a parameter number or a literal). Other lines take the general route below.
+_REFERENCE_LIST = r"[ \t]*%?" + _NAME + r"[ \t]*(?:,[ \t]*%?" + _NAME + r"[ \t]*)*"
 _SIMPLE_LINE = re.compile(
     r"([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+([a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?)[ \t]+("
-    + _NAME + r")\(([^()\[\]{}#/]*)\)(,.*)?"
+    + _NAME + r")\((?:(" + _REFERENCE_LIST + r")|([^()\[\]{}#/]*))\)(,.*)?"
 )
-_OPERAND_REF = re.compile(r"%?" + _NAME)
+_REFERENCE_NAMES = re.compile(r"%?(" + _NAME + r")")
 # Open strings and comments run to the end of the line: a failed match per later quote was quadratic.
 _QUOTED = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:(")|\\?\Z)')
 _TABLE_NAMES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
@@ -129,7 +132,6 @@ class _LineParser:
         self.offset = line_offset
         self.i = 0
         self.percent: bool | None = None
-        self.operand_cache: dict[str, Operand] = {}  # operands are immutable values: share them
 
     def module(self) -> Module:
         self._skip_blank()
@@ -235,7 +237,9 @@ class _LineParser:
         append = instructions.append
         lines, count = self.lines, len(self.lines)
         simple_line, tail_is_plain, literal_opcodes = _SIMPLE_LINE.fullmatch, _tail_is_plain, LITERAL_OPCODES
-        shape_of, operands_of = parse_shape_cached, self._simple_operands
+        shape_of, names_of = parse_shape_cached, _REFERENCE_NAMES.findall
+        # tuple.__new__ builds the NamedTuple records without a Python-level __new__ call per instruction.
+        new, operand_type, nones, empties = tuple.__new__, repeat(Operand), repeat(None), repeat(())
         base = 1 + self.offset
         i = self.i
         while True:
@@ -244,16 +248,20 @@ class _LineParser:
             text = lines[i]
             m = simple_line(text.rstrip())
             if m is not None:
-                indent, root, sigil, name, shape_text, opcode, inner, tail = m.groups()
+                indent, root, sigil, name, shape_text, opcode, references, other, tail = m.groups()
                 if tail is None or tail_is_plain(tail):
                     if self.percent is None:
                         self.percent = bool(sigil)
+                    literal, operands = None, ()
                     if opcode in literal_opcodes:
-                        append(Instruction(name, opcode, shape_of(shape_text), (), tail or "", bool(root),
-                                           inner.strip(), i + base, len(indent) + 1))
-                    else:
-                        append(Instruction(name, opcode, shape_of(shape_text), operands_of(inner) if inner else (),
-                                           tail or "", bool(root), None, i + base, len(indent) + 1))
+                        literal = (references if references is not None else other).strip()
+                    elif references is not None:
+                        # All in C: the names, then Operand(name, None, (), None) for each.
+                        operands = tuple(map(new, operand_type, zip(names_of(references), nones, empties, nones)))
+                    elif other.strip():  # not references: `add(1, 2)` holds literals, for the strict grammar
+                        raise FastPathUnsupported(f"operand at line {i + base}")
+                    append(new(Instruction, (name, opcode, shape_of(shape_text), operands, tail or "", bool(root),
+                                             literal, i + base, len(indent) + 1)))
                     i += 1
                     continue
             if not text.strip() or text.lstrip().startswith("//"):
@@ -283,21 +291,6 @@ class _LineParser:
         return tuple(params), parse_shape_cached(rest[2:].strip())
 
     # ------------------------------------------------------------------ instructions
-
-    def _simple_operands(self, inner: str) -> tuple[Operand, ...]:
-        cache = self.operand_cache
-        out = []
-        for part in inner.split(","):
-            operand = cache.get(part)
-            if operand is None:
-                ref = part.strip()
-                # Only a name is a reference: `add(1, 2)` holds literals, which the strict grammar reads
-                # as such (fuzzing found `1` taken for an instruction name here).
-                if _OPERAND_REF.fullmatch(ref) is None:
-                    raise FastPathUnsupported("operand")
-                operand = cache[part] = Operand(ref[1:] if ref[0] == "%" else ref)
-            out.append(operand)
-        return tuple(out)
 
     def _general_instruction(self, line: str, number: int) -> Instruction:
         head = _INSTRUCTION_HEAD.match(line)

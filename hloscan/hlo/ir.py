@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from hloscan.hlo.attrs import split_attributes, unquote
 
@@ -175,19 +175,26 @@ def _join_indexed(items: list[str]) -> str:
     return ", ".join(f"/*index={i}*/{s}" if i and i % 5 == 0 else s for i, s in enumerate(items))
 
 
-@dataclass(frozen=True, slots=True)
-class Operand:
+class _OperandFields(NamedTuple):
+    name: str | None
+    shape: Shape | None = None
+    tuple_index: tuple[int, ...] = ()
+    text: str | None = None
+
+
+class Operand(_OperandFields):
     """One operand of an instruction.
 
     `name` is the referenced instruction (without `%`); `shape` is present when the dump prints operand
     shapes (long form). `tuple_index` is the compact get-tuple-element suffix `%t#1#0`. A nested
     instruction operand (parser tests only) has name None and its raw text in `text`.
+
+    A NamedTuple, not a dataclass: a 50 MB dump builds about a million operands and instructions, and a
+    tuple is built several times faster than a frozen dataclass (which sets each field through
+    object.__setattr__). It is immutable all the same.
     """
 
-    name: str | None
-    shape: Shape | None = None
-    tuple_index: tuple[int, ...] = ()
-    text: str | None = None
+    __slots__ = ()
 
     def to_text(self, percent: bool = True) -> str:
         if self.name is None:
@@ -207,16 +214,7 @@ def resolve_operand_shape(operand: Operand, producers: "dict[str, Instruction]")
     return shape
 
 
-@dataclass(frozen=True, slots=True)
-class Instruction:
-    """One HLO instruction.
-
-    `attrs_text` is the raw text after the operand list (", dimensions={1}, metadata={...}"); `attrs`
-    splits it into (name, raw value) pairs on first access, since most attributes of a 50 MB dump are
-    never read. For `parameter` and `constant` the operand slot holds a number or literal, kept in
-    `literal`. `line` and `col` are 1-based and point at the instruction's first token.
-    """
-
+class _InstructionFields(NamedTuple):
     name: str
     opcode: str
     shape: Shape | None
@@ -226,14 +224,26 @@ class Instruction:
     literal: str | None = None
     line: int = 0
     col: int = 0
-    _attrs: tuple[tuple[str, str], ...] | None = field(default=None, compare=False, repr=False)
+
+
+class Instruction(_InstructionFields):
+    """One HLO instruction.
+
+    `attrs_text` is the raw text after the operand list (", dimensions={1}, metadata={...}"); `attrs`
+    splits it into (name, raw value) pairs on first access, since most attributes of a 50 MB dump are
+    never read. For `parameter` and `constant` the operand slot holds a number or literal, kept in
+    `literal`. `line` and `col` are 1-based and point at the instruction's first token.
+
+    A NamedTuple like Operand, for the same reason (construction speed). It declares no `__slots__`, so
+    the split attributes can be cached in its instance dict, which exists only once something is cached.
+    """
 
     @property
     def attrs(self) -> tuple[tuple[str, str], ...]:
-        cached = self._attrs
+        cache = self.__dict__
+        cached = cache.get("_attrs")
         if cached is None:
-            cached = tuple(split_attributes(self.attrs_text))
-            object.__setattr__(self, "_attrs", cached)
+            cached = cache["_attrs"] = tuple(split_attributes(self.attrs_text))
         return cached
 
     def attr(self, name: str, default: str | None = None) -> str | None:

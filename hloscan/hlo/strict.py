@@ -171,7 +171,7 @@ class _Builder:
             for body in attr.find_data("computation_body"):
                 self._check_inline_body(body)
         inst = Instruction(name or "", opcode or "", shape, operands, attrs_text, is_root, literal, line, col)
-        object.__setattr__(inst, "_attrs", attrs)
+        inst.__dict__["_attrs"] = attrs  # the grammar has split them already (Instruction.attrs' cache)
         return inst
 
     def _check_inline_body(self, body: Tree) -> None:
