@@ -4,7 +4,8 @@ A benchmark, not a test: targets are read off its output, never asserted in the 
 in a fresh process, through the public entry points with no special settings, so the times include the
 interpreter start and the peak RSS is that run's alone. Each line prints the best of --repeat runs.
 
-Inputs: ../shared/corpus/big/*.xz, plus a larger input built reproducibly from gpt48 (BIG_COPIES copies of
+Inputs: ../shared/corpus/big/*.xz, decompressed once into build/bench/ (every tool reads the same plain text,
+as a user's --xla_dump_to folder holds it), plus a larger input built reproducibly from gpt48 (BIG_COPIES copies of
 its computations, names suffixed, in one module: >= 200 MB and >= 1.4 M instructions) to show how time and
 memory grow. XLA's C++ parser (jaxlib's `hlo_module_from_text`) is timed in the same run when jaxlib is
 importable here or in the interpreter named by HLOSCAN_XLA_PYTHON / --xla-python; otherwise the figure
@@ -29,7 +30,7 @@ BUILD = ROOT / "build" / "bench"
 GPT48 = "gpt48-cpu.after_optimizations.hlo.txt.xz"
 BIG_COPIES = 5
 # XLA's C++ parser on gpt48 on an idle 2-core machine of this kind: 1.9-2.0 s, 890 MB (issue 13).
-RECORDED_XLA = {GPT48: (1.95, 890.0)}
+RECORDED_XLA = {GPT48.removesuffix(".xz"): (1.95, 890.0)}
 
 # Runs in a child: `hloscan.load` + the graph of every module, timed from before the import.
 _LOAD_CHILD = """
@@ -91,10 +92,12 @@ def measure_check(path: Path, repeat: int) -> dict:
 
 
 def measure_load(path: Path, repeat: int) -> dict:
+    """The public API in a fresh process: seconds from before `import hloscan` to the last graph built; CPU
+    from the process's rusage, so it counts the forked reader's child too (and the interpreter's exit)."""
     runs = []
     for _ in range(repeat):
-        _wall, rss, out, _cpu = run_child([sys.executable, "-c", _LOAD_CHILD, str(path)])
-        runs.append({**json.loads(out), "rss": rss})
+        _wall, rss, out, cpu = run_child([sys.executable, "-c", _LOAD_CHILD, str(path)])
+        runs.append({**json.loads(out), "rss": rss, "cpu": cpu})
     return best(runs)
 
 
@@ -135,6 +138,22 @@ def measure_xla(python: str | None, path: Path, repeat: int) -> dict | None:
 _NAME = re.compile(r"%([A-Za-z_][A-Za-z0-9_.\-]*)")
 
 
+def decompressed(path: Path) -> Path:
+    """A corpus dump as the user has it (a plain text file from --xla_dump_to), in build/bench/: every tool
+    here, XLA's parser included, reads the same uncompressed file, so no figure includes xz decoding."""
+    if path.suffix != ".xz":
+        return path
+    out = BUILD / path.stem
+    if not out.exists():
+        BUILD.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        with lzma.open(path, "rb") as source, open(tmp, "wb") as target:
+            while chunk := source.read(1 << 24):
+                target.write(chunk)
+        tmp.rename(out)
+    return out
+
+
 def build_large(copies: int = BIG_COPIES) -> Path:
     """gpt48 with its computations repeated `copies` times in one module (copy k's names get `__rK`, its
     ENTRY becomes an ordinary computation): the same kind of text, `copies` times as much of it."""
@@ -165,7 +184,7 @@ def main() -> None:
     args.add_argument("--xla-python", default=None, help="an interpreter with jaxlib (default: HLOSCAN_XLA_PYTHON)")
     args.add_argument("--no-large", action="store_true", help="skip the larger input")
     opts = args.parse_args()
-    files = opts.files or sorted(BIG.glob("*.xz"))
+    files = [decompressed(f) for f in (opts.files or sorted(BIG.glob("*.xz")))]
     if not opts.files and not opts.no_large and (BIG / GPT48).exists():
         files.append(build_large())
     if not files:
@@ -190,7 +209,7 @@ def main() -> None:
         rows.append((path.name, load["instructions"], check, load))
     if len(rows) >= 2:
         # The larger input against the dump it was built from (same kind of text), else smallest vs largest.
-        small = next((r for r in rows if r[0] == GPT48), min(rows, key=lambda r: r[1]))
+        small = next((r for r in rows if r[0] == GPT48.removesuffix(".xz")), min(rows, key=lambda r: r[1]))
         large = max(rows, key=lambda r: r[1])
         if small[1] < large[1]:
             print(f"scaling {small[0]} -> {large[0]}: instructions x{large[1] / small[1]:.2f}, "

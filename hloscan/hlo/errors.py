@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from typing import TYPE_CHECKING
 
-from hloscan.hlo.grammar import parser
+if TYPE_CHECKING:  # lark is imported where a grammar error is translated: the fast path never loads it
+    from lark.exceptions import LarkError, UnexpectedInput
 
 
 @dataclass
@@ -60,6 +61,8 @@ _TERMINAL_NAMES = {
 
 
 def _describe_expected(exc: UnexpectedInput, start: str) -> str:
+    from hloscan.hlo.grammar import parser
+
     expected = getattr(exc, "expected", None) or getattr(exc, "allowed", None) or set()
     terminals = {t.name: t for t in parser(start).terminals}
     names = []
@@ -84,6 +87,8 @@ def _describe_expected(exc: UnexpectedInput, start: str) -> str:
 def syntax_error(exc: LarkError, text: str, path: str | None, line_offset: int = 0,
                  start: str = "hlo_text") -> HloSyntaxError:
     """Turn a lark exception into an HLO001 error with line, column, expectation and the line itself."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
     if isinstance(exc, UnexpectedInput):
         line = getattr(exc, "line", None)
         col = getattr(exc, "column", None)

@@ -8,53 +8,23 @@ caller parses the module with the strict grammar instead, so the fast path never
 
 from __future__ import annotations
 
-import functools
 import re
 from itertools import repeat
 
+from hloscan.hlo.forkread import ForkedReader, RowsOf, worth_forking
 from hloscan.hlo.attrs import balanced_counts, closing_bracket, split_attributes, split_top_level
-from hloscan.hlo.ir import Computation, Instruction, Layout, Module, Operand, Parameter, Shape, StackFrameTables
+from hloscan.hlo.ir import (LITERAL_OPCODES, Computation, Instruction, Layout, Module, Operand, Parameter, Shape,
+                            StackFrameTables)
 from hloscan.hlo.shapes import parse_shape
-from hloscan.hlo.strict import LITERAL_OPCODES
-from hloscan.hlo.transform import IntegerOutOfRange, hlo_int
+from hloscan.hlo.values import IntegerOutOfRange, hlo_int
 
 
 class FastPathUnsupported(Exception):
     """The text is not in the printer's line form; parse it strictly."""
 
 
-@functools.lru_cache(maxsize=None)
-def parse_shape_cached(text: str) -> Shape:
-    """A shape string as IR: plain array shapes read directly (the grammar is the slow part of a parse),
-    everything else by the grammar's `shape` rule."""
-    shape = _plain_array_shape(text)
-    return shape if shape is not None else parse_shape(text)
-
-
-# `f32[8,128]{1,0}`: the element types of the grammar's ELEMENT_TYPE that dumps use most, static dims without
-# leading zeros (well inside int64) and a bare minor-to-major layout. Anything else goes to the grammar.
-_PLAIN_TYPES = frozenset({"pred", "bf16", "f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64",
-                          "c64", "c128"})
-_PLAIN_DIM = r"(?:0|[1-9][0-9]{0,17})"
-_PLAIN_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[((?:" + _PLAIN_DIM + r")(?:," + _PLAIN_DIM + r")*)?\]"
-                          r"(?:\{(" + _PLAIN_DIM + r"(?:," + _PLAIN_DIM + r")*)\})?")
-
-
-def _plain_array_shape(text: str) -> Shape | None:
-    """The Shape the grammar builds for a plain array shape, or None to let the grammar read the text (which
-    also reports what is wrong with it, e.g. a layout that is not a permutation of the dimensions)."""
-    m = _PLAIN_SHAPE.fullmatch(text)
-    if m is None or m.group(1) not in _PLAIN_TYPES:
-        return None
-    element_type, dims_text, layout_text = m.groups()
-    dims = tuple(int(d) for d in dims_text.split(",")) if dims_text else ()
-    layout = None
-    if layout_text is not None:
-        minor_to_major = tuple(int(d) for d in layout_text.split(","))
-        if sorted(minor_to_major) != list(range(len(dims))):
-            return None
-        layout = Layout(minor_to_major)
-    return Shape(element_type, dims, (False,) * len(dims), layout)
+# Shapes repeat (a few thousand distinct strings in 300k instructions): parse_shape reads each string once.
+parse_shape_cached = parse_shape
 
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
@@ -76,12 +46,30 @@ _FIELD = re.compile(r"(" + _NAME + r")=(-?\d+)")
 # The common line in one match: indent, ROOT, sigil, name, array shape with a brace-free layout, opcode,
 # operands and the attribute tail. The operand list is either plain references (`%a, %b`, group 7) or other
 # bracket-free text (group 8: a parameter number or a literal). Other lines take the general route below.
-_REFERENCE_LIST = r"[ \t]*%?" + _NAME + r"[ \t]*(?:,[ \t]*%?" + _NAME + r"[ \t]*)*"
+# XLA's printer puts `/*index=5*/` before every fifth element of a long list (hlo-text-format.md §11).
+_INDEX_COMMENT = r"/\*index=\d+\*/"
+_REFERENCE = r"[ \t]*(?:" + _INDEX_COMMENT + r")?%?" + _NAME + r"[ \t]*"
+_REFERENCE_LIST = _REFERENCE + r"(?:," + _REFERENCE + r")*"
 _SIMPLE_LINE = re.compile(
     r"([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+([a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?)[ \t]+("
     + _NAME + r")\((?:(" + _REFERENCE_LIST + r")|([^()\[\]{}#/]*))\)(,.*)?"
 )
-_REFERENCE_NAMES = re.compile(r"%?(" + _NAME + r")")
+# _SIMPLE_LINE for a whole computation body at once (re.M, one `findall`): the same groups, no class may
+# cross a line end, and blanks before the line end are allowed (they end up in the tail, or after `)`).
+_SIMPLE_ROWS = re.compile(
+    r"^([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+([a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?)[ \t]+("
+    + _NAME + r")\((?:(" + _REFERENCE_LIST + r")|([^()\[\]{}#/\n]*))\)(,[^\n]*)?[ \t]*$", re.M
+)
+# On a text _REFERENCE_LIST matched: each match consumes its index comment, so only names are captured.
+_REFERENCE_NAMES = re.compile(r"(?:" + _INDEX_COMMENT + r")?%?(" + _NAME + r")")
+_INDEX_COMMENTS = re.compile(_INDEX_COMMENT)
+# A signature of array parameters (the common case), e.g. `(p0: f32[8]{0}, p1: s32[]) -> f32[8]{0}`: the
+# whole list is checked by _ARRAY_SIGNATURE, then _ARRAY_PARAMETERS picks (name, shape) pairs out of it. A
+# tuple-shaped parameter or anything else takes the general route in _signature.
+_PLAIN_ARRAY = r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?"
+_PARAMETER = r"[ \t]*(?:" + _INDEX_COMMENT + r")?" + _NAME + r":[ \t]*" + _PLAIN_ARRAY + r"[ \t]*"
+_ARRAY_SIGNATURE = re.compile(r"(\((?:" + _PARAMETER + r"(?:," + _PARAMETER + r")*)?\))[ \t]*->[ \t]*(.+)")
+_ARRAY_PARAMETERS = re.compile(r"(?:" + _INDEX_COMMENT + r")?(" + _NAME + r"):[ \t]*(" + _PLAIN_ARRAY + r")")
 # Open strings and comments run to the end of the line: a failed match per later quote was quadratic.
 _QUOTED = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:(")|\\?\Z)')
 _TABLE_NAMES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
@@ -90,7 +78,13 @@ _TABLE_NAMES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 def parse_module_fast(text: str, path: str | None = None, line_offset: int = 0) -> Module:
     if "\r" in text:
         raise FastPathUnsupported("carriage returns")
-    return _LineParser(text.split("\n"), path, line_offset).module()
+    if not worth_forking(text):
+        return _LineParser(text, path, line_offset).module()
+    reader = ForkedReader(text, body_rows)
+    try:
+        return _LineParser(text, path, line_offset, reader.rows).module()
+    finally:
+        reader.close()
 
 
 def _int(text: str) -> int:
@@ -120,14 +114,51 @@ def _tail_is_plain(tail: str) -> bool:
         return True
     # A closed string goes; an open one leaves its quote behind, which rejects the tail below.
     bare = _QUOTED.sub(lambda m: "" if m.group(1) else '"', tail) if '"' in tail else tail
+    if "/*" in bare:  # the printer's `/*index=N*/` in long lists (e.g. a tuple sharding) is no comment to fear
+        bare = _INDEX_COMMENTS.sub("", bare)
     if "//" in bare or "/*" in bare or '"' in bare:
         return False
     return balanced_counts(bare)
 
 
+def body_rows(text: str, start: int, end: int, lines: int) -> list[tuple] | None:
+    """The instructions of the body text[start:end] (`lines` lines) as plain tuples, when every line is a
+    common one: (name, opcode, shape text, operand names, literal, attribute tail, is root, column, sigil).
+    None when any line is in another form.
+
+    One `findall` takes all lines' groups in C. Matches are anchored at line starts and ends and cannot
+    cross a line end, so as many matches as lines means each line matched (the k-th match is the k-th
+    line). Plain tuples, so that forkread can send them from a child process with marshal.
+    """
+    found = _SIMPLE_ROWS.findall(text, start, end) if end > start else []
+    if len(found) != lines:
+        return None
+    rows = []
+    append, tail_is_plain, literal_opcodes, names_of = (rows.append, _tail_is_plain, LITERAL_OPCODES,
+                                                       _REFERENCE_NAMES.findall)
+    for indent, root, sigil, name, shape_text, opcode, references, other, tail in found:
+        if tail:
+            if tail[-1] in " \t":
+                tail = tail.rstrip()
+            if not tail_is_plain(tail):
+                return None
+        literal, names = None, ()
+        if opcode in literal_opcodes:
+            literal = (references or other).strip()
+        elif references:
+            names = names_of(references)
+        elif other.strip():  # not references: `add(1, 2)` holds literals, for the strict grammar
+            return None
+        append((name, opcode, shape_text, names, literal, tail, bool(root), len(indent) + 1, sigil))
+    return rows
+
+
 class _LineParser:
-    def __init__(self, lines: list[str], path: str | None, line_offset: int):
-        self.lines = lines
+    def __init__(self, text: str, path: str | None, line_offset: int, rows: RowsOf = body_rows):
+        self.text = text
+        self.rows = rows
+        self.lines = text.split("\n")
+        self.anchor = (0, 0)  # (line index, offset in text of that line's start), moved forward only
         self.path = path
         self.offset = line_offset
         self.i = 0
@@ -219,13 +250,55 @@ class _LineParser:
         params = result = None
         if m.group(3):
             params, result = self._signature(m.group(3))
-        instructions = self._body()
+        instructions = self._bulk_body()
+        if instructions is None:
+            instructions = self._body()
         end = _COMPUTATION_END.fullmatch(self.lines[self.i - 1])
         if not instructions:
             raise FastPathUnsupported("empty computation")
         col = 1
         return Computation(m.group(2), tuple(instructions), bool(m.group(1)), params, result, end.group(1),
                            number + 1 + self.offset, col)
+
+    def _line_start(self, index: int) -> int:
+        """The offset in the text where line `index` starts (from the anchor, which only moves forward:
+        computations are read in order and only a few lines lie between one body and the next)."""
+        k, pos = self.anchor
+        text = self.text
+        while k < index:
+            newline = text.find("\n", pos)
+            if newline < 0:  # past the last line (a text cut short): nothing left to read in bulk
+                return len(text)
+            pos = newline + 1
+            k += 1
+        self.anchor = (k, pos)
+        return pos
+
+    def _bulk_body(self) -> list[Instruction] | None:
+        """The body up to and past its closing `}` when every line of it is a common one (body_rows), else
+        None: the caller then reads it line by line with _body, which knows every other form."""
+        first = self.i
+        start = self._line_start(first)
+        text = self.text
+        end = text.find("\n}", start - 1) if 0 < start < len(text) else -1
+        if end < 0:
+            return None
+        last = first + text.count("\n", start, end + 1)  # the line of the closing `}`
+        rows = self.rows(text, start, end, last - first)
+        if rows is None or _COMPUTATION_END.fullmatch(self.lines[last]) is None:
+            return None
+        if rows and self.percent is None:
+            self.percent = bool(rows[0][8])
+        new, operand_type, nones, empties = tuple.__new__, repeat(Operand), repeat(None), repeat(())
+        shape_of, base = parse_shape_cached, first + 1 + self.offset
+        # All in C but the loop: Operand(name, None, (), None) for each name, then the Instruction.
+        instructions = [new(Instruction, (name, opcode, shape_of(shape_text),
+                                          tuple(map(new, operand_type, zip(names, nones, empties, nones))),
+                                          tail, is_root, literal, base + k, col))
+                        for k, (name, opcode, shape_text, names, literal, tail, is_root, col, _) in enumerate(rows)]
+        self.i = last + 1
+        self.anchor = (last, end + 1)
+        return instructions
 
     def _body(self) -> list[Instruction]:
         """The instructions up to and past the closing `}` (the hot loop of the whole parse).
@@ -276,6 +349,11 @@ class _LineParser:
             i += 1
 
     def _signature(self, text: str):
+        m = _ARRAY_SIGNATURE.fullmatch(text)
+        if m is not None:
+            pairs = _ARRAY_PARAMETERS.findall(m.group(1))
+            return (tuple(Parameter(name, parse_shape_cached(shape)) for name, shape in pairs),
+                    parse_shape_cached(m.group(2).strip()))
         close = _closing(text, 0)
         params_text = text[1 : close - 1]
         rest = text[close:].strip()

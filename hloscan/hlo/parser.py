@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import re
 
-from lark.exceptions import LarkError
-
 from hloscan.hlo.errors import HloSyntaxError, syntax_error
 from hloscan.hlo.fastpath import FastPathUnsupported, parse_module_fast
 from hloscan.hlo.gcpause import gc_paused
 from hloscan.hlo.ir import Module
 from hloscan.hlo.mlir_input import reject_mlir
 from hloscan.hlo.shapes import parse_fragment, parse_shape
-from hloscan.hlo.strict import parse_module_strict
-from hloscan.hlo.transform import ShapeError
+from hloscan.hlo.values import ShapeError
 from hloscan.hlo.validate import validate_module
 
 # lit-test files hold several modules separated by a line `// -----` (--split-input-file).
@@ -83,6 +80,11 @@ def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -
             pass
     reject_mlir(text, path, line_offset)  # StableHLO from `lowered.as_text()`: say what to do instead
     check_nesting(text, path, line_offset)
+    # The grammar and lark load here, on the strict path only: a big dump's fast parse never needs them.
+    from lark.exceptions import LarkError
+
+    from hloscan.hlo.strict import parse_module_strict
+
     try:
         return parse_module_strict(text, path, line_offset)
     except LarkError as exc:

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from hloscan.hlo.attrs import find_top_level, parse_metadata, split_top_level, strip_comments_and_space
 from hloscan.hlo.ir import UNBOUNDED, Instruction, Location, Module, Shape
-from hloscan.hlo.transform import hlo_int
+from hloscan.hlo.values import hlo_int
 from hloscan.hlo.layout import memory_space_name, minor_to_major, size_report, tiles_text
 from hloscan.hlo.shapes import parse_shape
 
@@ -230,17 +230,23 @@ def module_signature(module: Module, parse_shape: ShapeParser | None = None,
     aliases = parse_aliases(module.attr("input_output_alias"))
     donors = set(parse_donors(module.attr("buffer_donor")))
     insts = module.entry.parameter_instructions
+    # Indexed once: a train step has thousands of parameters and as many aliases.
+    by_parameter: dict[tuple[int, tuple[int, ...]], list[Alias]] = {}
+    by_output: dict[tuple[int, ...], list[Alias]] = {}
+    for a in aliases:
+        by_parameter.setdefault((a.parameter, a.parameter_index), []).append(a)
+        by_output.setdefault(a.output_index, []).append(a)
     entries = []
     for number, shape in enumerate(params):
         inst = insts.get(number)
         for index, leaf in shape.leaves():
-            leaf_aliases = tuple(a for a in aliases if a.parameter == number and a.parameter_index == index)
+            leaf_aliases = tuple(by_parameter.get((number, index), ()))
             entries.append(_entry("parameter", number, index, leaf, inst, module, resolver, leaf_aliases,
                                   (number, index) in donors or (number, ()) in donors))
     outputs = []
     for ordinal, (index, leaf) in enumerate(result.leaves() if result is not None else ()):
         inst = _output_instruction(module, index)
-        leaf_aliases = tuple(a for a in aliases if a.output_index == index)
+        leaf_aliases = tuple(by_output.get(index, ()))
         outputs.append(_entry("output", ordinal, index, leaf, inst, module, resolver, leaf_aliases, False))
     return Signature(module.name, tuple(entries), tuple(outputs), source, tuple(warnings))
 

@@ -6,10 +6,9 @@ from lark import Token, Tree
 
 from hloscan.hlo.attrs import strip_comments_and_space
 from hloscan.hlo.grammar import parser
-from hloscan.hlo.ir import Computation, Instruction, Module, Operand, Parameter, StackFrameTables
-from hloscan.hlo.transform import ShapeError, hlo_int, shape_from_tree
-
-LITERAL_OPCODES = frozenset({"parameter", "constant"})
+from hloscan.hlo.ir import LITERAL_OPCODES, Computation, Instruction, Module, Operand, Parameter, StackFrameTables
+from hloscan.hlo.transform import shape_from_tree
+from hloscan.hlo.values import ShapeError, hlo_int
 
 
 def parse_module_strict(text: str, path: str | None = None, line_offset: int = 0) -> Module:

@@ -5,44 +5,7 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from hloscan.hlo.ir import UNBOUNDED, Layout, Shape, SplitConfig, Tile
-
-# XLA's lexer reads integers as int64 (uint64 for big literals) and rejects anything wider, so do we:
-# besides matching XLA, this keeps a 5000-digit "dimension" from reaching int(), which raises a bare
-# ValueError past Python's 4300-digit limit (found by fuzzing).
-INT_MIN, INT_LIMIT = -(2**63), 2**64
-_MAX_DIGITS = len(str(INT_LIMIT))
-
-
-def _clip(text: str, limit: int = 24) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def hlo_int(token: Token | str) -> int:
-    """int() of an INT token, or IntegerOutOfRange when XLA could not hold it either."""
-    text = str(token)
-    if len(text.lstrip("-").lstrip("0")) > _MAX_DIGITS:
-        raise IntegerOutOfRange(token if isinstance(token, Token) else Token("INT", text))
-    value = int(text)
-    if not INT_MIN <= value < INT_LIMIT:
-        raise IntegerOutOfRange(token if isinstance(token, Token) else Token("INT", text))
-    return value
-
-
-class ShapeError(ValueError):
-    """A shape that is well-formed text but invalid to XLA's parser (e.g. layout rank != dims)."""
-
-    def __init__(self, message: str, line: int, col: int):
-        super().__init__(message)
-        self.message, self.line, self.col = message, line, col
-
-
-class IntegerOutOfRange(ShapeError):
-    """An integer literal XLA would reject, reported (as a ShapeError) at its token."""
-
-    def __init__(self, token: Token):
-        message = f"integer {_clip(str(token))} is out of range (XLA reads 64-bit integers)"
-        super().__init__(message, getattr(token, "line", None) or 1, getattr(token, "column", None) or 1)
-
+from hloscan.hlo.values import ShapeError, hlo_int
 
 def shape_from_tree(tree: Tree) -> Shape:
     kind = tree.data

@@ -8,7 +8,7 @@ from typing import Iterable
 
 from hloscan.hlo.attrs import CALL_ATTRS, parse_int_list, parse_name_list, split_top_level, unquote
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape, resolve_operand_shape
-from hloscan.hlo.transform import IntegerOutOfRange, ShapeError, hlo_int
+from hloscan.hlo.values import ShapeError, hlo_int
 from hloscan.hlo.errors import HloSyntaxError
 from hloscan.hlo.shapes import parse_shape
 from hloscan.hlo.signature import parse_computation_layout

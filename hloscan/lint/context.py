@@ -46,19 +46,12 @@ class Context:
     def graph(self):
         return self.module.graph
 
-    @cached_property
-    def _by_opcode(self) -> dict[str, list[tuple[Computation, Instruction]]]:
-        index: dict[str, list[tuple[Computation, Instruction]]] = {}
-        for comp, inst in self.module.instructions():
-            index.setdefault(inst.opcode, []).append((comp, inst))
-        return index
-
     def instructions(self, opcodes: frozenset[str] | None = None) -> Iterator[tuple[Computation, Instruction]]:
         if opcodes is None:
             yield from self.module.instructions()
             return
         for opcode in sorted(opcodes):
-            yield from self._by_opcode.get(opcode, ())
+            yield from self.module.with_opcode(opcode)
 
     def option(self, check: "type[Rule] | Rule", key: str) -> Any:
         """A check's own option (its config table, else the default), or its family's run-wide option

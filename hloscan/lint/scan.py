@@ -254,6 +254,7 @@ class Progress:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         if self.stream is not None:
+            # Named with hlo.forkread's OWN_THREAD_PREFIX: it holds nothing a forked reader needs.
             self._ticker = threading.Thread(target=self._tick, name="hloscan-progress", daemon=True)
             self._ticker.start()
 

@@ -21,7 +21,7 @@ def _without_positions(module: Module) -> Module:
     """The IR minus line/col (generated IR has none; parsed IR has real ones)."""
     comps = tuple(
         dataclasses.replace(c, line=0, col=0,
-                            instructions=tuple(dataclasses.replace(i, line=0, col=0, _attrs=None) for i in c.instructions))
+                            instructions=tuple(i._replace(line=0, col=0) for i in c.instructions))
         for c in module.computations
     )
     return dataclasses.replace(module, computations=comps)

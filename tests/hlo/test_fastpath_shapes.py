@@ -1,10 +1,11 @@
-"""The fast path's plain-array-shape reader builds exactly the Shape the grammar builds, and leaves the rest to it."""
+"""The plain shape readers (arrays, flat tuples of arrays) build exactly the Shape the grammar builds, and leave the
+rest to it."""
 
 from __future__ import annotations
 
 import pytest
 
-from hloscan.hlo.fastpath import _plain_array_shape
+from hloscan.hlo.shapes import _plain_array_shape, _plain_tuple_shape
 from hloscan.hlo.parser import HloSyntaxError, parse_shape
 
 PLAIN = ["f32[]", "pred[]", "bf16[8,128]{1,0}", "s32[0]{0}", "u8[3,4,5]{0,2,1}", "f64[7]", "c64[2,2]{0,1}",
@@ -26,3 +27,27 @@ def test_other_shapes_go_to_the_grammar(text):
         parse_shape(text)
     except HloSyntaxError as exc:
         assert exc.line >= 1 and exc.col >= 1
+
+
+def _grammar(text: str):
+    from hloscan.hlo.grammar import parser
+    from hloscan.hlo.transform import shape_from_tree
+
+    return shape_from_tree(parser("shape").parse(text))
+
+
+TUPLES = ["()", "(f32[8]{0})", "(f32[8]{0}, /*index=5*/s32[])", "(bf16[2,3]{0,1}, pred[], u8[4])"]
+# Nested, non-plain elements, bad layouts and leading zeros: the grammar's.
+NOT_PLAIN_TUPLES = ["(f32[8]{0}, (s32[]))", "(f32[8]{0,1})", "(f32[08])", "(u4[8])", "(f32[8]{0}, s32[]){x}",
+                    "(f32[8]{0:T(8)})"]
+
+
+@pytest.mark.parametrize("text", PLAIN + TUPLES)
+def test_plain_readers_build_what_the_grammar_builds(text):
+    fast = _plain_tuple_shape(text) if text.startswith("(") else _plain_array_shape(text)
+    assert fast is not None and fast == _grammar(text) == parse_shape(text)
+
+
+@pytest.mark.parametrize("text", NOT_PLAIN_TUPLES)
+def test_other_tuples_go_to_the_grammar(text):
+    assert _plain_tuple_shape(text) is None

@@ -44,17 +44,13 @@ def compiler_went_past(group_stages: tuple[str, ...]) -> str | None:
 
 
 def _has_move_annotations(module: Module) -> bool:
-    return any(inst.opcode == "custom-call" and inst.custom_call_target in _MOVE_TARGETS
-               for _, inst in module.instructions())
+    return any(inst.custom_call_target in _MOVE_TARGETS for _, inst in module.with_opcode("custom-call"))
 
 
 def _has_offloader_dmas(module: Module) -> bool:
     """A copy-start whose destination or source is S(5): only XLA's offloader and memory-space assignment
     print those (hand-written pre-offloader text moves data with MoveToHost)."""
-    for comp, inst in module.instructions():
-        if inst.opcode == "copy-start" and _touches_host(comp, inst):
-            return True
-    return False
+    return any(_touches_host(comp, inst) for comp, inst in module.with_opcode("copy-start"))
 
 
 def _touches_host(comp: Computation, inst: Instruction) -> bool:

@@ -179,8 +179,8 @@ class _Index:
         if any(leaf.memory_space for s in shapes for _, leaf in s.leaves()):
             return True
         # Internal MoveToHost/MoveToDevice only appear after XLA's own conversion, whose layouts are complete.
-        return any(_target(inst) in MOVE_TO_HOST | MOVE_TO_DEVICE for _, inst in self.module.instructions()
-                   if inst.opcode == "custom-call")
+        moves = MOVE_TO_HOST | MOVE_TO_DEVICE
+        return any(_target(inst) in moves for _, inst in self.module.with_opcode("custom-call"))
 
     def _printed_entry_shapes(self) -> tuple[list[Shape], Shape | None]:
         params = [p.shape for _, p in sorted(self.entry.parameter_instructions.items()) if p.shape is not None]
@@ -610,7 +610,7 @@ def _parameter_offloads(ix: _Index, walker: _Walker) -> Iterator[Offload]:
 
 
 def _kernel_offloads(ix: _Index, walker: _Walker) -> Iterator[Offload]:
-    for comp, inst in ix.module.instructions():
+    for comp, inst in ix.module.with_opcode("custom-call"):
         if _target(inst) != "tpu_custom_call" or inst.shape is None:
             continue
         for index, leaf in inst.shape.leaves():

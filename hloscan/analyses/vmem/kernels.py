@@ -22,8 +22,8 @@ class Kernel:
 
 
 def tpu_custom_calls(module: Module) -> Iterator[tuple[Computation, Instruction]]:
-    for comp, inst in module.instructions():
-        if inst.opcode == "custom-call" and inst.custom_call_target == "tpu_custom_call":
+    for comp, inst in module.with_opcode("custom-call"):
+        if inst.custom_call_target == "tpu_custom_call":
             yield comp, inst
 
 

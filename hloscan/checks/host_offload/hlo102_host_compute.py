@@ -85,7 +85,7 @@ class ComputeOnHostValue(Check):
     stage = "before_optimizations"
 
     def run(self, ctx: Context) -> Iterator[Finding]:
-        deliberate = _host_computations(ctx.module)
+        deliberate: set[str] | None = None  # found on the first candidate: most modules have none
         seen: set[tuple[str, str]] = set()
         if past_offloader(ctx.module, ctx.path):
             # The offloader already ran: reads of S(5) buffers are its async (dynamic-)slice / copy DMAs, and
@@ -99,6 +99,8 @@ class ComputeOnHostValue(Check):
                 return  # no walked compute and no S(5) shape: no candidate at all
             candidates = _candidates(ctx.module, analysis)
         for comp, inst, operand, origin in candidates:
+            if deliberate is None:
+                deliberate = _host_computations(ctx.module)
             if (comp.name, inst.name) in seen or comp.name in deliberate or _marked_host(inst):
                 continue
             seen.add((comp.name, inst.name))
@@ -144,13 +146,9 @@ def _printed_host_operands(module: Module, skip: frozenset[str] = frozenset()):
 
 
 def _has_host_shapes(module: Module) -> bool:
-    """Whether any instruction or printed operand shape has a host-memory leaf. Shapes are shared objects,
-    so the distinct ones are gathered first (by identity) and each is looked at once."""
-    shapes = {id(inst.shape): inst.shape for comp in module.computations for inst in comp.instructions}
-    shapes.update((id(o.shape), o.shape) for comp in module.computations for inst in comp.instructions
-                  for o in inst.operands if o.shape is not None)
-    return any(shape is not None and any(leaf.memory_space == HOST_MEMORY_SPACE for _, leaf in shape.leaves())
-               for shape in shapes.values())
+    """Whether any instruction or printed operand shape has a host-memory leaf (each distinct shape object
+    looked at once)."""
+    return any(leaf.memory_space == HOST_MEMORY_SPACE for shape in module.distinct_shapes for _, leaf in shape.leaves())
 
 
 def _origin(module: Module, analysis: HostOffloadAnalysis, key: Key) -> Instruction | None:
