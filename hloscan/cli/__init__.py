@@ -8,15 +8,13 @@ import sys
 
 import hloscan.checks  # noqa: F401  (registers every check and rule family before flags are generated)
 from hloscan.cli.main import main
-from hloscan.hlo import gcpause
 from hloscan.cli import check, explain, graph, hbm, layout, rules, vmem  # noqa: F401,E402  (each adds its commands)
 
 
 def run() -> None:
-    """The console-script entry: a one-shot process, so built IR may be frozen (gcpause.FREEZE_AFTER_BUILD),
-    and the process ends without tearing it down: freeing a 48 MB dump's IR object by object took longer
-    than writing the report. Output is flushed first and the exit code is the one click chose."""
-    gcpause.FREEZE_AFTER_BUILD = True
+    """The console-script entry. The process ends without tearing down what it built: freeing a 48 MB
+    dump's IR object by object took longer than writing the report. Output is flushed first and the exit
+    code is the one click chose."""
     try:
         main()
         code = 0

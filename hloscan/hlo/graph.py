@@ -11,6 +11,7 @@ Edges run from producer to consumer with `kind`:
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from hloscan.hlo.attrs import CALL_ATTRS, parse_name_list
@@ -30,6 +31,7 @@ _APPLY_ONLY = frozenset({"to_apply", "select", "scatter"})
 _CALLING_OPCODES = frozenset({"fusion", "call", "while", "conditional", "custom-call", "async-start", "map",
                                "reduce", "reduce-window", "all-reduce", "reduce-scatter", "sort", "scatter",
                                "select-and-scatter", "scan"})
+_ASYNC_SUFFIXES = ("-start", "-update", "-done")
 _APPLY_OPCODES = frozenset({"reduce", "reduce-window", "all-reduce", "all-reduce-start", "reduce-scatter", "sort",
                             "map", "scatter", "select-and-scatter", "scan"})
 
@@ -88,10 +90,14 @@ def _adjacency(module: Module):
                         else:
                             data["indices"].append(index)
                 index += 1
-            if inst.attrs_text:
-                if "control-predecessors" in inst.attrs_text:
+            tail = inst.attrs_text
+            if tail:
+                if "control-predecessors" in tail:
                     _add_control_edges(inst, cname, target, succ, incoming)
-                if _may_call(inst):
+                # Whether it may call computations: cheap tests here, attributes are parsed later for callers only
+                opcode = inst.opcode
+                if (opcode in _CALLING_OPCODES or opcode.endswith(_ASYNC_SUFFIXES) or "computation" in tail
+                        or "calls=" in tail or "to_apply=" in tail):
                     callers.append((comp, inst))
     return nodes, succ, pred, callers
 
@@ -110,26 +116,30 @@ def _digraph_from_adjacency(name: str, nodes: dict, succ: dict, pred: dict) -> n
     subclassing docs describe) directly, because add_nodes_from/add_edges_from took 2.6 s on a
     346k-instruction dump. tests/test_graph.py checks the result equals a build through the public API.
     """
-    import networkx as nx
-
-    graph = nx.DiGraph(module=name)
+    graph = _acyclic_digraph_class()(module=name)
     graph._node = nodes
     graph._adj = graph._succ = succ
     graph._pred = pred
-    for cached in ("adj", "succ", "pred", "nodes", "edges", "in_edges", "out_edges", "degree"):
-        graph.__dict__.pop(cached, None)
     return graph
 
 
-def _may_call(inst: Instruction) -> bool:
-    """Cheap filter before parsing attributes: most instructions of a dump call nothing."""
-    tail = inst.attrs_text
-    if not tail:
-        return False
-    opcode = inst.opcode
-    if opcode in _CALLING_OPCODES or opcode.endswith(("-start", "-update", "-done")):
-        return True
-    return "computation" in tail or "calls=" in tail or "to_apply=" in tail
+@functools.cache
+def _acyclic_digraph_class() -> type[nx.DiGraph]:
+    """A DiGraph whose views (`nodes`, `edges`, `degree`...) are made on each access, as in networkx 2.x.
+
+    networkx caches them in the graph's own __dict__, and most of them hold the graph: every graph that
+    was asked for `G.nodes` is a reference cycle, freed only by the cyclic collector, which must then
+    walk the 4 million objects of a 48 MB dump's IR and graph (2.5 s per collection). Without the cycle
+    a dropped module is freed by reference counting, so hlo/gcpause.py can keep it out of collections.
+    Made on first use: networkx is imported only when a graph is built.
+    """
+    import networkx as nx
+
+    views = {name: property(attr.func, doc=attr.__doc__)
+             for klass in reversed(nx.DiGraph.__mro__)
+             for name, attr in vars(klass).items() if isinstance(attr, functools.cached_property)}
+    return type("HloGraph", (nx.DiGraph,), {"__module__": __name__, "__doc__": _acyclic_digraph_class.__doc__,
+                                            **views})
 
 
 def called_computations(inst: Instruction) -> list[tuple[str, str]]:

@@ -336,9 +336,10 @@ class Computation:
     def parameter_instructions(self) -> dict[int, Instruction]:
         out = {}
         for inst in self.instructions:
-            number = inst.parameter_number
-            if number is not None:
-                out[number] = inst
+            if inst.opcode == "parameter":  # first: the property call per instruction was the cost
+                number = inst.parameter_number
+                if number is not None:
+                    out[number] = inst
         return out
 
     def to_text(self, percent: bool = True) -> str:
