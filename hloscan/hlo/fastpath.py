@@ -56,8 +56,12 @@ _SIMPLE_LINE = re.compile(
 )
 # _SIMPLE_LINE for a whole computation body at once (re.M, one `findall`): the same groups, no class may
 # cross a line end, and blanks before the line end are allowed (they end up in the tail, or after `)`).
+# A tuple shape, nested up to three brackets deep (a tuple of tuples of tiled arrays); the shape text then goes
+# to parse_shape, which reads it or rejects it like any other.
+_TUPLE_SHAPE = r"\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*\))*\))*\)"
 _SIMPLE_ROWS = re.compile(
-    r"^([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+([a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?)[ \t]+("
+    r"^([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+([a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?|"
+    + _TUPLE_SHAPE + r")[ \t]+("
     + _NAME + r")\((?:(" + _REFERENCE_LIST + r")|([^()\[\]{}#/\n]*))\)(,[^\n]*)?[ \t]*$", re.M
 )
 # On a text _REFERENCE_LIST matched: each match consumes its index comment, so only names are captured.
