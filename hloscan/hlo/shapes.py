@@ -95,6 +95,8 @@ def _plain_tuple_shape(text: str) -> Shape | None:
     levels: list[list[Shape]] = [[]]
     for token in _TUPLE_TOKENS.findall(text):
         if token == "(":
+            if len(levels) > _MAX_PLAIN_TUPLE_DEPTH:  # deeper is the grammar's (which limits nesting itself)
+                return None
             levels.append([])
         elif token == ")":
             if len(levels) < 2:
@@ -116,3 +118,4 @@ def _plain_tuple_shape(text: str) -> Shape | None:
 # at an element's type, so each match is one whole element (_plain_array_shape then reads it exactly).
 _ELEMENT = r"[a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*(?::[A-Z0-9(),]*)?\})?"
 _TUPLE_TOKENS = re.compile(r"\(|\)|" + _ELEMENT)
+_MAX_PLAIN_TUPLE_DEPTH = 8  # dumps nest tuples three deep at most
