@@ -203,7 +203,9 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 def _worker_started(parent: int) -> None:
     """Worker initializer: Ctrl-C is the parent's to handle, and a worker dies with its parent (kill -9,
-    SIGTERM, a crash) instead of scanning on as an orphan."""
+    SIGTERM, a crash) instead of scanning on as an orphan. The workers already use the cores, so none
+    forks a reader of its own for a big file (hlo/forkread.py)."""
+    os.environ["HLOSCAN_NO_FORK"] = "1"
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited through fork
     if sys.platform.startswith("linux"):
