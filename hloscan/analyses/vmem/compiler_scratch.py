@@ -6,8 +6,10 @@ varying one block size at a time (tiles written (tm, tk, tn) for a matmul of (tm
 
 1. A grid-reduction accumulator is forwarded away when the reduction has one step.
    A kernel without runtime loops (no scf.for / scf.while) whose last grid axis is "arbitrary" with extent
-   1 zeroes, adds to and stores a 32-bit scratch of its output block's shape within one grid step; Mosaic
-   forwards the stores to the loads and allocates no scratch. Evidence (megablox gmm, bf16, f32 out):
+   1, and whose every dot produces its output block's tile (a plain tiled matmul), zeroes, adds the dot
+   to and stores a 32-bit scratch of that shape within one grid step; Mosaic forwards the stores to the
+   loads and allocates no scratch. A softmax-rescaled accumulator (flash attention: dots of two shapes,
+   scores and values, kv extent 1) stays: v5e flash_fwd q512 km2048 k512 measured its scratch in full. Evidence (megablox gmm, bf16, f32 out):
    v5e (512,512,512) k=512 (one K step) 4,812,800 B vs k=1024 (two steps) 5,861,376 B: exactly the
    1 MiB f32[512,512] accumulator; v6e (512,1024,1024) 12,152,832 vs 14,254,080 (2 MiB + 4 KiB);
    v6e (256,1024,256) 2,711,552 vs 2,994,176 (256 KiB + 20 KiB). The rest of the figure did not move.
@@ -53,10 +55,15 @@ def has_runtime_loop(kernel: MosaicKernel) -> bool:
 
 
 # --------------------------------------------------------------------------------------- rule 1
+def _dot_shapes(kernel: MosaicKernel) -> set[tuple[int, ...]]:
+    return {tuple(shape[-2:]) for name, shape, _ in kernel.vector_values if name.endswith("tpu.matmul")}
+
+
 def forward_single_step_accumulators(kernel: MosaicKernel, blocks: list[Any]) -> list[Any]:
     """Mark the 32-bit accumulator scratch of a one-step grid reduction as not allocated (rule 1)."""
     grid, semantics = kernel.grid, kernel.dimension_semantics
-    if not grid or grid[-1] != 1 or has_runtime_loop(kernel) or not _uses(kernel, "tpu.matmul"):
+    dots = _dot_shapes(kernel)
+    if not grid or grid[-1] != 1 or has_runtime_loop(kernel) or len(dots) != 1:
         return blocks
     if len(semantics) == len(grid) and semantics[-1] != "arbitrary":
         return blocks
@@ -64,7 +71,7 @@ def forward_single_step_accumulators(kernel: MosaicKernel, blocks: list[Any]) ->
     out = []
     for b in blocks:
         if (b.role == "scratch" and b.counted and b.memory_space == "vmem" and b.dtype in ("f32", "s32")
-                and len(b.block_shape) >= 2 and tuple(b.block_shape[-2:]) in out_shapes
+                and len(b.block_shape) >= 2 and tuple(b.block_shape[-2:]) in out_shapes & dots
                 and math.prod(b.block_shape[:-2]) == 1):
             b = replace(b, counted=False, note="accumulator of a one-step grid reduction: Mosaic forwards "
                                                "its stores to its loads and allocates no scratch (oracle)")
