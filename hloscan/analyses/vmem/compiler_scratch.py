@@ -32,7 +32,14 @@ varying one block size at a time (tiles written (tm, tk, tn) for a matmul of (tm
    and with 64-page blocks and 256 queries (exp sum 18 MiB): v5e 24.2 MiB, v5p 21.4 MiB, v6e 19.5 MiB,
    v7x 19.0 MiB. So about 1.1-1.4 x the exp sum on 128-wide-MXU chips and 0.5-1.1 x on v6e/v7x; the
    factor is `TpuGeneration.loop_scores_factor` (an estimate: the small-block v7x figures are
-   over-estimated by it, the large-block v5e ones under-estimated).
+   over-estimated by it, the large-block v5e ones under-estimated). Values of at most one sublane tile of
+   rows (paged attention's (4, 128) .. (8, 8192) scores of a decode step) are processed vreg by vreg:
+   paged attention measured no internal scratch on v6e/v7x (ppcb 4 and 64: figure = windows, or 4 KiB
+   below), and only rule 4's constant on v5p with (8, 8192) scores (256 KiB each).
+
+4. A dot of at most one sublane tile of rows (decode attention: q heads per kv head) on a 128-wide
+   MXU costs a constant internal scratch: paged attention f32 measured +36 KiB on v4, v5e and v5p,
+   whatever the pages per block (4, 16, 64); bf16 (ppcb 128, v5p) +68 KiB. Allowance 36 KiB x 32/bits.
 """
 from __future__ import annotations
 
@@ -44,6 +51,7 @@ from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
 
 _RUNTIME_LOOPS = ("scf.for", "scf.while")
+_SUBLANES = 8
 
 
 def _uses(kernel: MosaicKernel, suffix: str) -> bool:
@@ -105,7 +113,7 @@ def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration, padded) -> tup
     if not has_runtime_loop(kernel) or not _uses(kernel, "tpu.matmul"):
         return None
     exps = [shape for name, shape, dtype in kernel.vector_values
-            if name.endswith("math.exp") and len(shape) >= 2 and dtype == "f32"]
+            if name.endswith("math.exp") and len(shape) >= 2 and dtype == "f32" and shape[-2] > _SUBLANES]
     if not exps:
         return None
     total = sum(padded(s) for s in exps)
@@ -113,3 +121,22 @@ def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration, padded) -> tup
     return (int(total * gen.loop_scores_factor),
             f"allowance for {len(exps)} f32 attention score/rescale values (largest {dims}) computed in a "
             f"runtime loop, {gen.loop_scores_factor} x their size (empirical estimate)")
+
+
+# --------------------------------------------------------------------------------------- rule 4
+_SMALL_M_DOT_SCRATCH_32BIT = 36 * 1024
+
+
+def small_m_dot_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration,
+                        bits_of) -> tuple[int, str] | None:
+    """Rule 4: a dot of at most one sublane tile of rows on a 128-wide MXU (constant, empirical)."""
+    if gen.mxu_width > 128 or not inputs:
+        return None
+    rows = [shape[-2] for name, shape, _ in kernel.vector_values
+            if name.endswith("tpu.matmul") and len(shape) >= 2]
+    if not rows or min(rows) > _SUBLANES:
+        return None
+    bits = max(8, min(bits_of(b.dtype) for b in inputs))
+    size = _SMALL_M_DOT_SCRATCH_32BIT * 32 // bits
+    return size, (f"allowance for internal scratch of a dot with {min(rows)} rows on a {gen.mxu_width}-wide "
+                  "MXU (empirical constant)")

@@ -384,7 +384,8 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
     # The block rules need windowed inputs and outputs; the score matrices do not (their inputs may be
     # DMA'd by the kernel or already in VMEM, S(1)).
     narrow_mxu = lambda k, i, o, b, g: compiler_scratch.narrow_mxu_matmul_scratch(k, i, g, dtype_bits)
-    for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, narrow_mxu, _upcast_8bit_scratch):
+    small_m = lambda k, i, o, b, g: compiler_scratch.small_m_dot_scratch(k, i, g, dtype_bits)
+    for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, narrow_mxu, small_m, _upcast_8bit_scratch):
         found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
         if found is not None:
             break
