@@ -30,9 +30,10 @@ varying one block size at a time (tiles written (tm, tk, tn) for a matmul of (tm
      exp sum 768 KiB (kvp16 qb32): v5e 856 KiB  v6e 740 KiB  v7x 624 KiB
      exp sum 1 MiB   (kvp8 qb64):  v5e 1128 KiB v6e 768 KiB  v7x 534 KiB
    and with 64-page blocks and 256 queries (exp sum 18 MiB): v5e 24.2 MiB, v5p 21.4 MiB, v6e 19.5 MiB,
-   v7x 19.0 MiB. So about 1.1-1.4 x the exp sum on 128-wide-MXU chips and 0.5-1.1 x on v6e/v7x; the
-   factor is `TpuGeneration.loop_scores_factor` (an estimate: the small-block v7x figures are
-   over-estimated by it, the large-block v5e ones under-estimated). Values of at most one sublane tile of
+   v7x 19.0 MiB. So about 1.1-1.4 x the exp sum on 128-wide-MXU chips; on v6e/v7x values within the
+   vector register file (256 KiB) cost 0.5-0.95 x, larger ones (spilled whole) 1.05-1.1 x. The factors
+   are `TpuGeneration.loop_scores_factor` / `loop_spilled_scores_factor` (an estimate: the large-block
+   v5e figures are under-estimated, v5p 128-page blocks by 9%). Values of at most one sublane tile of
    rows (paged attention's (4, 128) .. (8, 8192) scores of a decode step) are processed vreg by vreg:
    paged attention measured no internal scratch on v6e/v7x (ppcb 4 and 64: figure = windows, or 4 KiB
    below), and only rule 4's constant on v5p with (8, 8192) scores (256 KiB each).
@@ -108,19 +109,24 @@ def narrow_mxu_matmul_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuG
 
 
 # --------------------------------------------------------------------------------------- rule 3
-def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration, padded) -> tuple[int, str] | None:
-    """Rule 3: f32 exp() values computed inside a runtime loop, times the generation's factor."""
+def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration, padded,
+                        register_file: int) -> tuple[int, str] | None:
+    """Rule 3: f32 exp() values computed inside a runtime loop, times the generation's factors (values
+    within the vector register file, and larger ones)."""
     if not has_runtime_loop(kernel) or not _uses(kernel, "tpu.matmul"):
         return None
     exps = [shape for name, shape, dtype in kernel.vector_values
             if name.endswith("math.exp") and len(shape) >= 2 and dtype == "f32" and shape[-2] > _SUBLANES]
     if not exps:
         return None
-    total = sum(padded(s) for s in exps)
+    sizes = [padded(s) for s in exps]
+    small = sum(n for n in sizes if n <= register_file)
+    large = sum(n for n in sizes if n > register_file)
     dims = "x".join(map(str, max(exps, key=math.prod)))
-    return (int(total * gen.loop_scores_factor),
+    return (int(small * gen.loop_scores_factor + large * gen.loop_spilled_scores_factor),
             f"allowance for {len(exps)} f32 attention score/rescale values (largest {dims}) computed in a "
-            f"runtime loop, {gen.loop_scores_factor} x their size (empirical estimate)")
+            f"runtime loop, {gen.loop_scores_factor} x / {gen.loop_spilled_scores_factor} x their size within "
+            "/ beyond the register file (empirical estimate)")
 
 
 # --------------------------------------------------------------------------------------- rule 4

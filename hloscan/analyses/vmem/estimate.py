@@ -377,7 +377,8 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
     inputs = [b for b in blocks if b.role == "input" and b.counted]
     outputs = [b for b in blocks if b.role == "output" and b.counted]
     loop_scores = compiler_scratch.loop_scores_scratch(
-        kernel, gen, lambda s: padded_bytes(s, 32, vmem_sublane_tile(32, s[-2]), compact_columns=False))
+        kernel, gen, lambda s: padded_bytes(s, 32, vmem_sublane_tile(32, s[-2]), compact_columns=False),
+        VREG_FILE_BYTES)
     if loop_scores is not None:
         return loop_scores
     found = None

@@ -19,8 +19,10 @@ from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel
 from hloscan.hlo.parser import parse_module
 
 FAMILIES = re.compile(r"__pallas__(rpa|paged_attn|gmm)")
-# Regression floors = the shares measured when the rules were added (before them: 20/41 and 7/18).
-FLOORS = {"fitted": (33, 41), "heldout": (10, 18)}
+# Regression floors = the shares measured when the rules were added (before them: 20/41 and 7/18). The
+# held-out batch scored 10/18 when first looked at; 11/18 after rule 3 was split at the register file
+# (a change fitted on the other two corpora only).
+FLOORS = {"fitted": (36, 41), "heldout": (11, 18)}
 
 
 def _roots(batch: str) -> list[Path]:
@@ -98,4 +100,5 @@ def test_loop_attention_scores_scale_with_generation() -> None:
     root = CORPUS / "tpu-oracle" / "real"
     internal = {gen: _case(root, f"{gen}__pallas__rpa_kvp8_qb32")[0][0].internal_bytes for gen in ("v5e", "v7x")}
     exps = 2 * 128 * 256 * 4 + 4 * 128 * 128 * 4  # two (128, 256) score and four (128, 128) rescale values
-    assert internal == {"v5e": int(exps * 1.2), "v7x": exps}
+    # all within the register file: v5e 1.2 x, v7x 0.55 x
+    assert internal == {"v5e": int(exps * 1.2), "v7x": int(exps * 0.55)}
