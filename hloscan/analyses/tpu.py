@@ -42,6 +42,15 @@ class TpuGeneration:
     # largest color-1 totals in the oracle's memory-usage reports: 112 MiB v5e, 64 MiB v7x; v6e has v5e's
     # 128 MiB VMEM; v5p/v4 reported smaller VMEM).
     vmem_for_temporaries: int = 0
+    # MXU width (128 on v4/v5e/v5p, 256 on v6e/v7x): Mosaic's internal scratch for 16-bit dots differs
+    # with it (vmem.compiler_scratch rule 2).
+    mxu_width: int = 128
+    # Internal scratch per byte of f32 exp() values computed in a kernel's runtime loop (attention scores;
+    # vmem.compiler_scratch rule 3), for values within the vector register file and for larger ones:
+    # ragged paged attention measured 1.1-1.4 on v5e/v5p (either size), on v6e 0.75-0.95 / 1.09, on v7x
+    # 0.5-0.8 / 1.06 (rounded fits below).
+    loop_scores_factor: float = 1.2
+    loop_spilled_scores_factor: float = 1.2
 
 
 # Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
@@ -57,9 +66,11 @@ GENERATIONS: dict[str, TpuGeneration] = {
     "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False,
                          hbm_capacity=int(95.74 * GIB), vmem_for_temporaries=64 * MIB),
     "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True,
-                         hbm_capacity=int(31.25 * GIB), vmem_for_temporaries=112 * MIB),
+                         hbm_capacity=int(31.25 * GIB), vmem_for_temporaries=112 * MIB, mxu_width=256,
+                         loop_scores_factor=0.8, loop_spilled_scores_factor=1.1),
     "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False,
-                         hbm_capacity=int(94.75 * GIB), vmem_for_temporaries=64 * MIB),
+                         hbm_capacity=int(94.75 * GIB), vmem_for_temporaries=64 * MIB, mxu_width=256,
+                         loop_scores_factor=0.55, loop_spilled_scores_factor=1.05),
 }
 
 # Other names users and tools print for the same chips (jax device_kind, Cloud TPU names, libtpu topologies).

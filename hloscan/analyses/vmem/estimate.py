@@ -10,6 +10,7 @@ from typing import Any, Iterable, Sequence
 from hloscan.hlo.attrs import unquote
 from hloscan.hlo.ir import ELEMENT_BITS, Shape
 from hloscan.analyses.tpu import GENERATIONS, KIB, MIB, TpuGeneration, generation
+from hloscan.analyses.vmem import compiler_scratch
 from hloscan.analyses.vmem.mosaic import read_kernel
 from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, type_text
 
@@ -375,10 +376,17 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
         return call["internal_scratch_in_bytes"], "internal_scratch_in_bytes"
     inputs = [b for b in blocks if b.role == "input" and b.counted]
     outputs = [b for b in blocks if b.role == "output" and b.counted]
+    loop_scores = compiler_scratch.loop_scores_scratch(
+        kernel, gen, lambda s: padded_bytes(s, 32, vmem_sublane_tile(32, s[-2]), compact_columns=False),
+        VREG_FILE_BYTES)
+    if loop_scores is not None:
+        return loop_scores
     found = None
     # The block rules need windowed inputs and outputs; the score matrices do not (their inputs may be
     # DMA'd by the kernel or already in VMEM, S(1)).
-    for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, _upcast_8bit_scratch):
+    narrow_mxu = lambda k, i, o, b, g: compiler_scratch.narrow_mxu_matmul_scratch(k, i, g, dtype_bits)
+    small_m = lambda k, i, o, b, g: compiler_scratch.small_m_dot_scratch(k, i, g, dtype_bits)
+    for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, narrow_mxu, small_m, _upcast_8bit_scratch):
         found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
         if found is not None:
             break
@@ -546,6 +554,8 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
     internal, why = _internal_allowance(kernel, blocks, config, gen)
     if why:
         notes.append(f"{why}: {internal} bytes")
+    scratch = compiler_scratch.forward_single_step_accumulators(kernel, scratch + windows)[:len(scratch)]
+    blocks = windows + scratch
     return _Parts(
         blocks=blocks,
         windows=sum(b.total_bytes for b in windows),
