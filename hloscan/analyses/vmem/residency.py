@@ -1,0 +1,112 @@
+"""Which kernel operands XLA's memory-space assignment (MSA) will place whole in VMEM (layout `S(1)`).
+
+Why it matters: a Pallas operand that MSA prefetched whole into VMEM gets no pipelined window, so the
+kernel's scoped VMEM is smaller by that window's buffers (`estimate._window_block`, `in_vmem`). A
+post-optimisation dump shows it as `S(1)` in the operand's layout; a pre-optimisation dump
+(`before_optimizations.txt`, what users usually have) does not, so the residency has to be predicted.
+
+Evidence (after_optimizations.txt of every flash/splash attention case in shared/corpus/tpu-oracle/real and
+fixtures/oracle_new/real, compared with the compiler's per-kernel `used_scoped_memory_configs`; the
+estimate computed from the post-optimisation dump, which knows the `S(1)` operands, matched the compiler's
+figure exactly for kernels without internal scratch, e.g. flash-attention backward dkv 786432 on v5e/v6e):
+
+- Values read by two or more `tpu_custom_call`s of one computation (q, k, v, dO and the softmax
+  statistics shared by the dq and dkv kernels of an attention backward pass) were `S(1)` on every generation
+  with spare VMEM: up to 6 x 8 MiB on v5e/v6e, 4 x 8 MiB on v5p (the fifth not), 2 x 8 MiB on v7x (the
+  third not), none on v4 (16 MiB VMEM, all of it the scoped limit). The kernel that first produces or
+  reads a value in another computation (the forward kernel) kept its windows.
+- Values read by a single kernel were `S(1)` on v7x only (flash/splash forward: 2 x 8 MiB of 3, or
+  3 x 4 MiB), and on v5e for arrays of at most 2 MiB (f32[1,4,1024,64]); 4 MiB and 8 MiB single-use
+  arrays kept their windows on v5e, v5p and v6e.
+
+The rule: within a computation, shared kernel inputs first, then (where the generation prefetches them)
+single-use ones, in operand order, while the running total stays within the generation's
+`TpuGeneration.msa_operand_budget` / `msa_single_use_budget`. MSA's real choice comes from a cost model;
+this is an estimate and the finding says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable
+
+from hloscan.analyses.tpu import TpuGeneration
+from hloscan.hlo.ir import ELEMENT_BITS, Computation, Instruction, Layout, Shape
+
+# Ops that only re-label an array: a kernel reading `bitcast(x)` reads x.
+_ALIASING_OPS = frozenset({"bitcast", "reshape", "copy"})
+
+
+def _root(comp: Computation, name: str | None) -> str | None:
+    """The value behind `name` after looking through bitcasts, reshapes and copies."""
+    seen = 0
+    while name is not None and seen < 16:
+        inst = comp.by_name.get(name)
+        if inst is None or inst.opcode not in _ALIASING_OPS or len(inst.operands) != 1:
+            return name
+        name = inst.operands[0].name
+        seen += 1
+    return name
+
+
+def _array_bytes(shape: Shape) -> int:
+    """Bytes of the whole array in VMEM, the last two dims padded to (8, 128) tiles."""
+    dims = list(shape.dims) or [1]
+    bits = ELEMENT_BITS.get(shape.element_type, 32) or 32
+    rows = dims[-2] if len(dims) >= 2 else 1
+    lead = 1
+    for d in dims[:-2]:
+        lead *= d
+    elements = lead * (-(-rows // 8) * 8) * (-(-dims[-1] // 128) * 128)
+    return elements * bits // 8
+
+
+def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], gen: TpuGeneration,
+                              ) -> dict[str, frozenset[int]]:
+    """For each kernel (instruction name) of `comp`, the operand positions predicted to be `S(1)`."""
+    calls = list(calls)
+    if any(_has_vmem_layout(comp, inst) for inst in calls):
+        return {}  # a post-optimisation dump: the layouts already say where MSA put things
+    readers: dict[str, set[str]] = {}
+    for inst in calls:
+        for op in inst.operands:
+            root = _root(comp, op.name)
+            if root is not None:
+                readers.setdefault(root, set()).add(inst.name)
+    placed: dict[str, int] = {}  # root value -> bytes
+    used = 0
+    for shared in (True, False):
+        budget = gen.msa_operand_budget if shared else gen.msa_single_use_budget
+        for inst in calls:
+            for pos, op in enumerate(inst.operands):
+                root = _root(comp, op.name)
+                shape = comp.operand_shape(inst, pos)
+                if root is None or root in placed or shape is None or not shape.is_array or not shape.dims:
+                    continue
+                if (len(readers.get(root, ())) >= 2) != shared:
+                    continue
+                size = _array_bytes(shape)
+                limit = budget if shared else min(budget, gen.msa_single_use_max_array or budget)
+                if size <= limit and used + size <= budget:
+                    placed[root] = size
+                    used += size
+    out = {}
+    for inst in calls:
+        positions = frozenset(pos for pos, op in enumerate(inst.operands) if _root(comp, op.name) in placed)
+        if positions:
+            out[inst.name] = positions
+    return out
+
+
+def _has_vmem_layout(comp: Computation, inst: Instruction) -> bool:
+    for pos in range(len(inst.operands)):
+        shape = comp.operand_shape(inst, pos)
+        if shape is not None and shape.is_array and shape.memory_space == 1:
+            return True
+    return False
+
+
+def in_vmem(shape: Shape) -> Shape:
+    """`shape` with memory space 1 (VMEM), as a post-optimisation dump would print it."""
+    layout = shape.layout or Layout(tuple(reversed(range(len(shape.dims)))))
+    return replace(shape, layout=replace(layout, memory_space=1))
