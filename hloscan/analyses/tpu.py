@@ -43,11 +43,10 @@ class TpuGeneration:
     # 128 MiB VMEM; v5p/v4 reported smaller VMEM).
     vmem_for_temporaries: int = 0
     # VMEM that memory-space assignment fills with whole Pallas operands (layout S(1), no window), for
-    # values read by several kernels / by one kernel, and the largest single-use array it moved (0: any).
+    # values read by several kernels / by one kernel only.
     # Observed in the oracle's post-optimisation dumps (analyses/vmem/residency.py has the evidence).
     msa_operand_budget: int = 0
     msa_single_use_budget: int = 0
-    msa_single_use_max_array: int = 0
 
 
 # Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
@@ -60,8 +59,7 @@ GENERATIONS: dict[str, TpuGeneration] = {
     # v5e: "Used 176.82M of 128.00M vmem" (tpu-oracle/real)
     "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB, 128 * MIB, 1, True, tuple_table_granule=512,
                          hbm_capacity=int(15.75 * GIB), vmem_for_temporaries=112 * MIB,
-                         msa_operand_budget=96 * MIB, msa_single_use_budget=8 * MIB,
-                         msa_single_use_max_array=2 * MIB),
+                         msa_operand_budget=96 * MIB),
     "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False,
                          hbm_capacity=int(95.74 * GIB), vmem_for_temporaries=64 * MIB,
                          msa_operand_budget=32 * MIB),

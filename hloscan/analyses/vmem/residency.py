@@ -17,7 +17,12 @@ figure exactly for kernels without internal scratch, e.g. flash-attention backwa
   reads a value in another computation (the forward kernel) kept its windows.
 - Values read by a single kernel were `S(1)` on v7x only (flash/splash forward: 2 x 8 MiB of 3, or
   3 x 4 MiB), and on v5e for arrays of at most 2 MiB (f32[1,4,1024,64]); 4 MiB and 8 MiB single-use
-  arrays kept their windows on v5e, v5p and v6e.
+  arrays kept their windows on v5e, v5p and v6e. (The v5e case is a single one and modelled as no
+  single-use residency: ragged/paged attention's small single-use queries kept their windows on v5e.)
+- Kernels with a run-time grid dimension (megablox gmm) kept their single-use windows on v7x (a 4 MiB
+  lhs), so single-use residency is not predicted for them.
+- Which ones when not all fit: on v7x ragged paged attention's 16 MiB KV cache (read by one kernel) was
+  S(1) and its 0.5 MiB query was not, so larger arrays are taken first.
 
 The rule: within a computation, shared kernel inputs first, then (where the generation prefetches them)
 single-use ones, in operand order, while the running total stays within the generation's
@@ -50,14 +55,18 @@ def _root(comp: Computation, name: str | None) -> str | None:
 
 
 def _array_bytes(shape: Shape) -> int:
-    """Bytes of the whole array in VMEM, the last two dims padded to (8, 128) tiles."""
+    """Bytes of the whole array in its default TPU layout: minor dim padded to 128 lanes, second-minor to
+    the HBM sublane tile (bf16[512,32,4,128] is T(4,128): 16 MiB, not 32)."""
+    from hloscan.analyses.vmem.estimate import hbm_sublane_tile  # estimate imports this module's users
+
     dims = list(shape.dims) or [1]
     bits = ELEMENT_BITS.get(shape.element_type, 32) or 32
     rows = dims[-2] if len(dims) >= 2 else 1
     lead = 1
     for d in dims[:-2]:
         lead *= d
-    elements = lead * (-(-rows // 8) * 8) * (-(-dims[-1] // 128) * 128)
+    tile = hbm_sublane_tile(bits, rows)
+    elements = lead * (-(-rows // tile) * tile) * (-(-dims[-1] // 128) * 128)
     return elements * bits // 8
 
 
@@ -68,34 +77,50 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
     if any(_has_vmem_layout(comp, inst) for inst in calls):
         return {}  # a post-optimisation dump: the layouts already say where MSA put things
     readers: dict[str, set[str]] = {}
+    dynamic = {inst.name for inst in calls if _dynamic_grid(inst)}
     for inst in calls:
         for op in inst.operands:
             root = _root(comp, op.name)
             if root is not None:
                 readers.setdefault(root, set()).add(inst.name)
-    placed: dict[str, int] = {}  # root value -> bytes
+    sizes: dict[str, int] = {}
+    for inst in calls:
+        for pos, op in enumerate(inst.operands):
+            root = _root(comp, op.name)
+            shape = comp.operand_shape(inst, pos)
+            if root is not None and shape is not None and shape.is_array and shape.dims:
+                sizes.setdefault(root, _array_bytes(shape))
+    placed: set[str] = set()
     used = 0
     for shared in (True, False):
         budget = gen.msa_operand_budget if shared else gen.msa_single_use_budget
-        for inst in calls:
-            for pos, op in enumerate(inst.operands):
-                root = _root(comp, op.name)
-                shape = comp.operand_shape(inst, pos)
-                if root is None or root in placed or shape is None or not shape.is_array or not shape.dims:
-                    continue
-                if (len(readers.get(root, ())) >= 2) != shared:
-                    continue
-                size = _array_bytes(shape)
-                limit = budget if shared else min(budget, gen.msa_single_use_max_array or budget)
-                if size <= limit and used + size <= budget:
-                    placed[root] = size
-                    used += size
+        # Largest first: on v7x a 16 MiB KV cache read by one kernel was S(1) and its 0.5 MiB query was not.
+        for root, size in sorted(sizes.items(), key=lambda item: -item[1]):
+            if (len(readers[root]) >= 2) != shared or used + size > budget:
+                continue
+            if not shared and readers[root] & dynamic:
+                continue
+            placed.add(root)
+            used += size
     out = {}
     for inst in calls:
         positions = frozenset(pos for pos, op in enumerate(inst.operands) if _root(comp, op.name) in placed)
         if positions:
             out[inst.name] = positions
     return out
+
+
+def _dynamic_grid(inst: Instruction) -> bool:
+    """A grid dimension known only at run time (megablox gmm's group axis)."""
+    from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
+    from hloscan.analyses.vmem.mosaic import read_kernel
+    from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError
+
+    try:
+        body = kernel_body(parse_backend_config(inst.attr("backend_config")))
+        return body is not None and any(d < 0 for d in read_kernel(body).grid)
+    except (ValueError, BytecodeError):
+        return False
 
 
 def _has_vmem_layout(comp: Computation, inst: Instruction) -> bool:
