@@ -11,6 +11,7 @@ from hloscan.hlo.attrs import unquote
 from hloscan.hlo.ir import ELEMENT_BITS, Shape
 from hloscan.analyses.tpu import GENERATIONS, KIB, MIB, TpuGeneration, generation
 from hloscan.analyses.vmem.mosaic import read_kernel
+from hloscan.analyses.vmem.scores_scratch import attention_scores_scratch
 from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, type_text
 
 LANES = 128
@@ -382,7 +383,7 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
         found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
         if found is not None:
             break
-    scores = _softmax_scores_scratch(kernel)
+    scores = attention_scores_scratch(kernel, gen)
     if scores is None:
         return found or (0, None)
     if found is None:

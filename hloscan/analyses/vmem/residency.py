@@ -42,15 +42,18 @@ from hloscan.hlo.ir import ELEMENT_BITS, Computation, Instruction, Layout, Shape
 _ALIASING_OPS = frozenset({"bitcast", "reshape", "copy"})
 
 
-def _root(comp: Computation, name: str | None) -> str | None:
-    """The value behind `name` after looking through bitcasts, reshapes and copies."""
-    seen = 0
-    while name is not None and seen < 16:
-        inst = comp.by_name.get(name)
-        if inst is None or inst.opcode not in _ALIASING_OPS or len(inst.operands) != 1:
-            return name
-        name = inst.operands[0].name
-        seen += 1
+def _root(comp: Computation, name: str | None, depth: int = 0) -> str | None:
+    """The value behind `name`: through bitcasts, reshapes and copies, and one key for identical
+    broadcasts (jax emits one `broadcast_in_dim` of the softmax statistics per kernel; XLA's CSE merges
+    them before memory-space assignment, so MSA sees one value read by both kernels)."""
+    inst = comp.by_name.get(name) if name is not None else None
+    if inst is None or depth > 16:
+        return name
+    if inst.opcode in _ALIASING_OPS and len(inst.operands) == 1:
+        return _root(comp, inst.operands[0].name, depth + 1)
+    if inst.opcode == "broadcast" and len(inst.operands) == 1:
+        source = _root(comp, inst.operands[0].name, depth + 1)
+        return f"broadcast({source}){inst.shape.dims}{inst.attr('dimensions')}"
     return name
 
 
