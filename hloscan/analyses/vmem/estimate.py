@@ -290,7 +290,7 @@ def _window_block(i: int, param: WindowParam, memref: Any, op: _Operand, grid: t
         # (copy-start to S(1)), so the kernel allocates no scoped window for it (oracle, v7x).
         return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, "vmem", (0, 0),
                              raw_bytes(shape, bits), 0, 0, False, param.index_map,
-                             "whole operand already in VMEM (S(1)); no window")
+                             "whole operand in VMEM (S(1), from the layout or predicted: residency.py); no window")
     rows = shape[-2] if len(shape) >= 2 else 1
     tile = (vmem_sublane_tile(bits, rows), LANES)
     buffers, why = _buffer_count(param, grid)
@@ -383,7 +383,10 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
         found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
         if found is not None:
             break
-    scores = attention_scores_scratch(kernel, gen)
+    # Kernels that DMA some inputs themselves (ragged/paged attention) keep the register-file rule below;
+    # the per-generation fit is for kernels whose every input arrives through a VMEM window.
+    manual_dma = any(b.role == "input" and b.memory_space in ("any", "hbm") for b in blocks)
+    scores = _softmax_scores_scratch(kernel) if manual_dma else attention_scores_scratch(kernel, gen)
     if scores is None:
         return found or (0, None)
     if found is None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from hloscan.analyses.tpu import DEFAULT_TPU, MIB, generation
@@ -46,6 +46,11 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
                 operands[pos] = in_vmem(operands[pos])
         est = estimate_kernel(inst.attr("backend_config"), operands, inst.shape, tpu=tpu or DEFAULT_TPU,
                               vmem_limit_kib=vmem_limit_kib, instruction_name=inst.name, margin=margin)
+        predicted = sorted(resident.get((comp.name, inst.name), ()))
+        if predicted:
+            note = (f"operands {', '.join(map(str, predicted))} predicted to be placed whole in VMEM by XLA's "
+                    "memory-space assignment (S(1), no window; an estimate from the pre-optimisation dump)")
+            est = replace(est, notes=est.notes + (note,))
         out.append(Kernel(comp, inst, est, tpu is None))
     return out
 
