@@ -17,6 +17,10 @@ number of exps of that shape, i.e. key blocks unrolled in one grid step):
   with the unrolled key blocks: 0.8-3.5 E in all (median 1.4 E), e.g. 2048 x 512 blocks with 4 unrolled
   steps 0.79-1.72 E on v6e/v7x.
 
+Kernels that DMA some of their inputs themselves (ragged/paged attention: K/V pages in HBM) were not part
+of this fit and keep `estimate._softmax_scores_scratch` (the register-file rule). Score blocks smaller
+than the register file get no allowance (128 x 128: 0-230 KiB measured, no consistent pattern).
+
 The figure is an allowance fitted to those kernels (within about +-25% of the internal part), not a
 measurement; `estimate` reports it as such.
 """
