@@ -20,7 +20,10 @@ figure exactly for kernels without internal scratch, e.g. flash-attention backwa
   arrays kept their windows on v5e, v5p and v6e. (The v5e case is a single one and modelled as no
   single-use residency: ragged/paged attention's small single-use queries kept their windows on v5e.)
 - Kernels with a run-time grid dimension (megablox gmm) kept their single-use windows on v7x (a 4 MiB
-  lhs), so single-use residency is not predicted for them.
+  lhs), and so did (in the compiler's figure) a K-tiled matmul with an accumulator scratch whose operands
+  were S(1); single-use residency is not predicted for either (`_keeps_single_use_windows`). A matmul
+  without scratch (v7x bf16 1024x4096x256, synthetic corpus) measured 5242880 bytes: its 16 MiB lhs had
+  no window.
 - Which ones when not all fit: on v7x ragged paged attention's 16 MiB KV cache (read by one kernel) was
   S(1) and its 0.5 MiB query was not, so larger arrays are taken first.
 
@@ -80,7 +83,7 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
     if any(_has_vmem_layout(comp, inst) for inst in calls):
         return {}  # a post-optimisation dump: the layouts already say where MSA put things
     readers: dict[str, set[str]] = {}
-    dynamic = {inst.name for inst in calls if _dynamic_grid(inst)}
+    keeps = {inst.name for inst in calls if _keeps_single_use_windows(inst)}
     for inst in calls:
         for op in inst.operands:
             root = _root(comp, op.name)
@@ -101,7 +104,7 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
         for root, size in sorted(sizes.items(), key=lambda item: -item[1]):
             if (len(readers[root]) >= 2) != shared or used + size > budget:
                 continue
-            if not shared and readers[root] & dynamic:
+            if not shared and readers[root] & keeps:
                 continue
             placed.add(root)
             used += size
@@ -113,17 +116,27 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
     return out
 
 
-def _dynamic_grid(inst: Instruction) -> bool:
-    """A grid dimension known only at run time (megablox gmm's group axis)."""
+def _keeps_single_use_windows(inst: Instruction) -> bool:
+    """Kernels observed to keep windows for single-use operands: a run-time grid dimension (megablox gmm's
+    group axis; its 4 MiB lhs was not S(1) on v7x), and K-tiled matmuls accumulating into a VMEM scratch
+    without a softmax (v7x matmul 512x1024, bk 1024: both 8 MiB operands S(1), yet the compiler's figure,
+    11386880 bytes, still held their windows)."""
     from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
     from hloscan.analyses.vmem.mosaic import read_kernel
     from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError
 
     try:
         body = kernel_body(parse_backend_config(inst.attr("backend_config")))
-        return body is not None and any(d < 0 for d in read_kernel(body).grid)
+        kernel = read_kernel(body) if body is not None else None
     except (ValueError, BytecodeError):
-        return False
+        return True
+    if kernel is None:
+        return True
+    if any(d < 0 for d in kernel.grid):
+        return True
+    accumulates = bool(kernel.scratch_types) and any(n.endswith("matmul") for n in kernel.op_names)
+    softmax = any(n.endswith("math.exp") for n in kernel.op_names)
+    return accumulates and not softmax
 
 
 def _has_vmem_layout(comp: Computation, inst: Instruction) -> bool:
