@@ -51,6 +51,11 @@ class TpuGeneration:
     # 0.5-0.8 / 1.06 (rounded fits below).
     loop_scores_factor: float = 1.2
     loop_spilled_scores_factor: float = 1.2
+    # VMEM that memory-space assignment fills with whole Pallas operands (layout S(1), no window), for
+    # values read by several kernels / by one kernel only.
+    # Observed in the oracle's post-optimisation dumps (analyses/vmem/residency.py has the evidence).
+    msa_operand_budget: int = 0
+    msa_single_use_budget: int = 0
 
 
 # Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
@@ -62,15 +67,18 @@ GENERATIONS: dict[str, TpuGeneration] = {
                         vmem_for_temporaries=16 * MIB),
     # v5e: "Used 176.82M of 128.00M vmem" (tpu-oracle/real)
     "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB, 128 * MIB, 1, True, tuple_table_granule=512,
-                         hbm_capacity=int(15.75 * GIB), vmem_for_temporaries=112 * MIB),
+                         hbm_capacity=int(15.75 * GIB), vmem_for_temporaries=112 * MIB,
+                         msa_operand_budget=96 * MIB),
     "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False,
-                         hbm_capacity=int(95.74 * GIB), vmem_for_temporaries=64 * MIB),
+                         hbm_capacity=int(95.74 * GIB), vmem_for_temporaries=64 * MIB,
+                         msa_operand_budget=32 * MIB),
     "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True,
                          hbm_capacity=int(31.25 * GIB), vmem_for_temporaries=112 * MIB, mxu_width=256,
-                         loop_scores_factor=0.8, loop_spilled_scores_factor=1.1),
+                         loop_scores_factor=0.8, loop_spilled_scores_factor=1.1, msa_operand_budget=96 * MIB),
     "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False,
                          hbm_capacity=int(94.75 * GIB), vmem_for_temporaries=64 * MIB, mxu_width=256,
-                         loop_scores_factor=0.55, loop_spilled_scores_factor=1.05),
+                         loop_scores_factor=0.55, loop_spilled_scores_factor=1.05,
+                         msa_operand_budget=16 * MIB, msa_single_use_budget=16 * MIB),
 }
 
 # Other names users and tools print for the same chips (jax device_kind, Cloud TPU names, libtpu topologies).

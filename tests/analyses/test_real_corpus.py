@@ -100,14 +100,16 @@ def test_capacity_finding_quotes_the_xla_message(verdicts) -> None:
 
 # Share of a family's compiled kernels whose before_optimizations estimate is within 5% of the compiler's
 # figure, and the worst under-estimate allowed. Today's figures with a little room: a drop fails the test.
-# flash/splash backward kernels are over-estimated where memory-space assignment keeps whole operands in
-# VMEM (S(1)), which before_optimizations cannot show; attention score-matrix spills are a lower bound.
+# flash/splash: which operands memory-space assignment keeps whole in VMEM (S(1)) is predicted
+# (analyses/vmem/residency.py) and the score-matrix scratch is an empirical fit (scores_scratch.py). The
+# worst splash case is v5p's backward pass (-20.4%): MSA kept only 2 of its shared 4 MiB arrays in VMEM,
+# where the same chip kept 4 of flash backward's 8 MiB ones; the predictor takes flash's budget.
 FAMILY_FLOORS = {
     "paged": (0.70, -0.15),
     "gmm": (0.55, -0.10),
     "matmul": (1.00, -0.05),
-    "flash": (0.10, -0.15),
-    "splash": (0.05, -0.20),
+    "flash": (0.50, -0.15),
+    "splash": (0.15, -0.22),
     "rpa": (0.00, -0.50),
 }
 

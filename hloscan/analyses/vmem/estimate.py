@@ -12,6 +12,7 @@ from hloscan.hlo.ir import ELEMENT_BITS, Shape
 from hloscan.analyses.tpu import GENERATIONS, KIB, MIB, TpuGeneration, generation
 from hloscan.analyses.vmem import compiler_scratch
 from hloscan.analyses.vmem.mosaic import read_kernel
+from hloscan.analyses.vmem.scores_scratch import attention_scores_scratch
 from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, type_text
 
 LANES = 128
@@ -290,7 +291,7 @@ def _window_block(i: int, param: WindowParam, memref: Any, op: _Operand, grid: t
         # (copy-start to S(1)), so the kernel allocates no scoped window for it (oracle, v7x).
         return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, "vmem", (0, 0),
                              raw_bytes(shape, bits), 0, 0, False, param.index_map,
-                             "whole operand already in VMEM (S(1)); no window")
+                             "whole operand in VMEM (S(1), from the layout or predicted: residency.py); no window")
     rows = shape[-2] if len(shape) >= 2 else 1
     tile = (vmem_sublane_tile(bits, rows), LANES)
     buffers, why = _buffer_count(param, grid)
@@ -390,7 +391,10 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
         found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
         if found is not None:
             break
-    scores = _softmax_scores_scratch(kernel)
+    # Kernels that DMA some inputs themselves (ragged/paged attention) keep the register-file rule below;
+    # the per-generation fit is for kernels whose every input arrives through a VMEM window.
+    manual_dma = any(b.role == "input" and b.memory_space in ("any", "hbm") for b in blocks)
+    scores = _softmax_scores_scratch(kernel) if manual_dma else attention_scores_scratch(kernel, gen)
     if scores is None:
         return found or (0, None)
     if found is None:

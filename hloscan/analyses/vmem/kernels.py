@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
-from hloscan.analyses.tpu import DEFAULT_TPU, MIB
+from hloscan.analyses.tpu import DEFAULT_TPU, MIB, generation
 from hloscan.analyses.vmem.estimate import DEFAULT_MARGIN, BlockEstimate, KernelEstimate, estimate_kernel
+from hloscan.analyses.vmem.residency import in_vmem, predict_resident_operands
 from hloscan.hlo.ir import Computation, Instruction, Module
 
 
@@ -31,10 +32,25 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
                     margin: float = DEFAULT_MARGIN) -> list[Kernel]:
     """Every tpu_custom_call of the module with its estimate; tpu None means v5e, assumed."""
     out = []
-    for comp, inst in tpu_custom_calls(module):
+    gen = generation(tpu or DEFAULT_TPU)
+    calls = list(tpu_custom_calls(module))
+    resident: dict[tuple[str, str], frozenset[int]] = {}
+    for comp in {id(c): c for c, _ in calls}.values():
+        found = predict_resident_operands(comp, [i for c, i in calls if c is comp], gen)
+        resident.update({(comp.name, name): pos for name, pos in found.items()})
+    for comp, inst in calls:
         operands = [comp.operand_shape(inst, pos) for pos in range(len(inst.operands))]
+        # Operands memory-space assignment is predicted to hold whole in VMEM get no window (an estimate).
+        for pos in resident.get((comp.name, inst.name), ()):
+            if operands[pos] is not None and operands[pos].is_array:
+                operands[pos] = in_vmem(operands[pos])
         est = estimate_kernel(inst.attr("backend_config"), operands, inst.shape, tpu=tpu or DEFAULT_TPU,
                               vmem_limit_kib=vmem_limit_kib, instruction_name=inst.name, margin=margin)
+        predicted = sorted(resident.get((comp.name, inst.name), ()))
+        if predicted:
+            note = (f"operands {', '.join(map(str, predicted))} predicted to be placed whole in VMEM by XLA's "
+                    "memory-space assignment (S(1), no window; an estimate from the pre-optimisation dump)")
+            est = replace(est, notes=est.notes + (note,))
         out.append(Kernel(comp, inst, est, tpu is None))
     return out
 

@@ -1,0 +1,153 @@
+"""Which kernel operands XLA's memory-space assignment (MSA) will place whole in VMEM (layout `S(1)`).
+
+Why it matters: a Pallas operand that MSA prefetched whole into VMEM gets no pipelined window, so the
+kernel's scoped VMEM is smaller by that window's buffers (`estimate._window_block`, `in_vmem`). A
+post-optimisation dump shows it as `S(1)` in the operand's layout; a pre-optimisation dump
+(`before_optimizations.txt`, what users usually have) does not, so the residency has to be predicted.
+
+Evidence (after_optimizations.txt of every flash/splash attention case in shared/corpus/tpu-oracle/real and
+fixtures/oracle_new/real, compared with the compiler's per-kernel `used_scoped_memory_configs`; the
+estimate computed from the post-optimisation dump, which knows the `S(1)` operands, matched the compiler's
+figure exactly for kernels without internal scratch, e.g. flash-attention backward dkv 786432 on v5e/v6e):
+
+- Values read by two or more `tpu_custom_call`s of one computation (q, k, v, dO and the softmax
+  statistics shared by the dq and dkv kernels of an attention backward pass) were `S(1)` on every generation
+  with spare VMEM: up to 6 x 8 MiB on v5e/v6e, 4 x 8 MiB on v5p (the fifth not), 2 x 8 MiB on v7x (the
+  third not), none on v4 (16 MiB VMEM, all of it the scoped limit). The kernel that first produces or
+  reads a value in another computation (the forward kernel) kept its windows.
+- Values read by a single kernel were `S(1)` on v7x only (flash/splash forward: 2 x 8 MiB of 3, or
+  3 x 4 MiB), and on v5e for arrays of at most 2 MiB (f32[1,4,1024,64]); 4 MiB and 8 MiB single-use
+  arrays kept their windows on v5e, v5p and v6e. (The v5e case is a single one and modelled as no
+  single-use residency: ragged/paged attention's small single-use queries kept their windows on v5e.)
+- Kernels with a run-time grid dimension (megablox gmm) kept their single-use windows on v7x (a 4 MiB
+  lhs), and so did (in the compiler's figure) a K-tiled matmul with an accumulator scratch whose operands
+  were S(1); single-use residency is not predicted for either (`_keeps_single_use_windows`). A matmul
+  without scratch (v7x bf16 1024x4096x256, synthetic corpus) measured 5242880 bytes: its 16 MiB lhs had
+  no window.
+- Which ones when not all fit: on v7x ragged paged attention's 16 MiB KV cache (read by one kernel) was
+  S(1) and its 0.5 MiB query was not, so larger arrays are taken first.
+
+The rule: within a computation, shared kernel inputs first, then (where the generation prefetches them)
+single-use ones, in operand order, while the running total stays within the generation's
+`TpuGeneration.msa_operand_budget` / `msa_single_use_budget`. MSA's real choice comes from a cost model;
+this is an estimate and the finding says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable
+
+from hloscan.analyses.tpu import TpuGeneration
+from hloscan.hlo.ir import ELEMENT_BITS, Computation, Instruction, Layout, Shape
+
+# Ops that only re-label an array: a kernel reading `bitcast(x)` reads x.
+_ALIASING_OPS = frozenset({"bitcast", "reshape", "copy"})
+
+
+def _root(comp: Computation, name: str | None, depth: int = 0) -> str | None:
+    """The value behind `name`: through bitcasts, reshapes and copies, and one key for identical
+    broadcasts (jax emits one `broadcast_in_dim` of the softmax statistics per kernel; XLA's CSE merges
+    them before memory-space assignment, so MSA sees one value read by both kernels)."""
+    inst = comp.by_name.get(name) if name is not None else None
+    if inst is None or depth > 16:
+        return name
+    if inst.opcode in _ALIASING_OPS and len(inst.operands) == 1:
+        return _root(comp, inst.operands[0].name, depth + 1)
+    if inst.opcode == "broadcast" and len(inst.operands) == 1:
+        source = _root(comp, inst.operands[0].name, depth + 1)
+        return f"broadcast({source}){inst.shape.dims}{inst.attr('dimensions')}"
+    return name
+
+
+def _array_bytes(shape: Shape) -> int:
+    """Bytes of the whole array in its default TPU layout: minor dim padded to 128 lanes, second-minor to
+    the HBM sublane tile (bf16[512,32,4,128] is T(4,128): 16 MiB, not 32)."""
+    from hloscan.analyses.vmem.estimate import hbm_sublane_tile  # estimate imports this module's users
+
+    dims = list(shape.dims) or [1]
+    bits = ELEMENT_BITS.get(shape.element_type, 32) or 32
+    rows = dims[-2] if len(dims) >= 2 else 1
+    lead = 1
+    for d in dims[:-2]:
+        lead *= d
+    tile = hbm_sublane_tile(bits, rows)
+    elements = lead * (-(-rows // tile) * tile) * (-(-dims[-1] // 128) * 128)
+    return elements * bits // 8
+
+
+def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], gen: TpuGeneration,
+                              ) -> dict[str, frozenset[int]]:
+    """For each kernel (instruction name) of `comp`, the operand positions predicted to be `S(1)`."""
+    calls = list(calls)
+    if any(_has_vmem_layout(comp, inst) for inst in calls):
+        return {}  # a post-optimisation dump: the layouts already say where MSA put things
+    readers: dict[str, set[str]] = {}
+    keeps = {inst.name for inst in calls if _keeps_single_use_windows(inst)}
+    for inst in calls:
+        for op in inst.operands:
+            root = _root(comp, op.name)
+            if root is not None:
+                readers.setdefault(root, set()).add(inst.name)
+    sizes: dict[str, int] = {}
+    for inst in calls:
+        for pos, op in enumerate(inst.operands):
+            root = _root(comp, op.name)
+            shape = comp.operand_shape(inst, pos)
+            if root is not None and shape is not None and shape.is_array and shape.dims:
+                sizes.setdefault(root, _array_bytes(shape))
+    placed: set[str] = set()
+    used = 0
+    for shared in (True, False):
+        budget = gen.msa_operand_budget if shared else gen.msa_single_use_budget
+        # Largest first: on v7x a 16 MiB KV cache read by one kernel was S(1) and its 0.5 MiB query was not.
+        for root, size in sorted(sizes.items(), key=lambda item: -item[1]):
+            if (len(readers[root]) >= 2) != shared or used + size > budget:
+                continue
+            if not shared and readers[root] & keeps:
+                continue
+            placed.add(root)
+            used += size
+    out = {}
+    for inst in calls:
+        positions = frozenset(pos for pos, op in enumerate(inst.operands) if _root(comp, op.name) in placed)
+        if positions:
+            out[inst.name] = positions
+    return out
+
+
+def _keeps_single_use_windows(inst: Instruction) -> bool:
+    """Kernels observed to keep windows for single-use operands: a run-time grid dimension (megablox gmm's
+    group axis; its 4 MiB lhs was not S(1) on v7x), and K-tiled matmuls accumulating into a VMEM scratch
+    without a softmax (v7x matmul 512x1024, bk 1024: both 8 MiB operands S(1), yet the compiler's figure,
+    11386880 bytes, still held their windows)."""
+    from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
+    from hloscan.analyses.vmem.mosaic import read_kernel
+    from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError
+
+    try:
+        body = kernel_body(parse_backend_config(inst.attr("backend_config")))
+        kernel = read_kernel(body) if body is not None else None
+    except (ValueError, BytecodeError):
+        return True
+    if kernel is None:
+        return True
+    if any(d < 0 for d in kernel.grid):
+        return True
+    accumulates = bool(kernel.scratch_types) and any(n.endswith("matmul") for n in kernel.op_names)
+    softmax = any(n.endswith("math.exp") for n in kernel.op_names)
+    return accumulates and not softmax
+
+
+def _has_vmem_layout(comp: Computation, inst: Instruction) -> bool:
+    for pos in range(len(inst.operands)):
+        shape = comp.operand_shape(inst, pos)
+        if shape is not None and shape.is_array and shape.memory_space == 1:
+            return True
+    return False
+
+
+def in_vmem(shape: Shape) -> Shape:
+    """`shape` with memory space 1 (VMEM), as a post-optimisation dump would print it."""
+    layout = shape.layout or Layout(tuple(reversed(range(len(shape.dims)))))
+    return replace(shape, layout=replace(layout, memory_space=1))

@@ -1,0 +1,72 @@
+"""Compiler-internal VMEM scratch of attention-like kernels: the f32 score matrices Mosaic keeps in VMEM.
+
+An attention kernel computes `s = q @ k.T` (a (block_q, block_k) f32 matrix), `p = exp(s - m)` and
+`p @ v`; beyond the vector register file (64 vregs of 8 x 128 x 32 bit = 256 KiB) these values live in
+compiler-internal scratch, which `used_scoped_memory_configs` includes but no window or scratch operand
+shows. The kernel's MLIR shows them: `math.exp` results and `tpu.matmul` results of that 2-D shape.
+
+Evidence: the compiler's per-kernel figure minus the windows and scratch operands of the post-optimisation
+dump (which knows the operands memory-space assignment put in VMEM), for every flash/splash attention
+kernel of shared/corpus/tpu-oracle/real and fixtures/oracle_new/real (E = block_q x block_k x 4 bytes, n =
+number of exps of that shape, i.e. key blocks unrolled in one grid step):
+
+- forward kernels (one score matmul per exp): n x E x f, f ~ 1.1 on v5e (1.07-1.14), 1.05 on v5p
+  (0.99-1.12), 0.85 on v6e (0.65-1.01), 1.0 on v7x (0.80-1.26), v4 0.44-0.99 and 1.17 for a
+  flash kernel with 1024 x 1024 blocks, whose capacity error names the scratch: "register allocator spill
+  slots" 9.36M for two 4 MiB score matrices (so 1.15 on v4); blocks of exactly the
+  register file (256 x 256 f32) only 0.33-0.65 E, and 128 x 128 ones 0-0.7 E.
+- backward kernels (dq, dkv: more score-shaped matmuls than exps, for dP = dO @ v.T and dS) did NOT grow
+  with the unrolled key blocks: 0.8-3.5 E in all (median 1.4 E), e.g. 2048 x 512 blocks with 4 unrolled
+  steps 0.79-1.72 E on v6e/v7x.
+
+Kernels that DMA some of their inputs themselves (ragged/paged attention: K/V pages in HBM) were not part
+of this fit and keep `estimate._softmax_scores_scratch` (the register-file rule). Score blocks smaller
+than the register file get no allowance (128 x 128: 0-230 KiB measured, no consistent pattern).
+
+The figure is an allowance fitted to those kernels (within about +-25% of the internal part), not a
+measurement; `estimate` reports it as such.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hloscan.analyses.tpu import TpuGeneration
+from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
+
+LANES = 128
+VREG_FILE_BYTES = 64 * 8 * LANES * 4
+
+# Per-generation factor on the forward kernels' score matrices (medians of the fits above).
+_FORWARD_FACTOR = {"v4": 1.15, "v5e": 1.1, "v5p": 1.05, "v6e": 0.85, "v7x": 1.0}
+_SMALL_FACTOR = 0.5  # score matrices no larger than the register file
+_BACKWARD_FACTOR = 1.4  # x one score matrix, however many key blocks are unrolled
+
+
+def _f32_bytes(shape: tuple[int, ...]) -> int:
+    rows, cols = shape[-2], shape[-1]
+    return math.prod(shape[:-2]) * (-(-rows // 8) * 8) * (-(-cols // LANES) * LANES) * 4
+
+
+def attention_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[int, str] | None:
+    """The allowance for the f32 score matrices of an attention kernel, or None if it has none."""
+    exps = [shape for name, shape, _ in kernel.vector_values if name.endswith("math.exp") and len(shape) >= 2]
+    if not exps:
+        return None
+    score = max(exps, key=lambda s: (_f32_bytes(s), s))
+    if score[-1] < LANES or score[-2] < 8:
+        return None
+    size = _f32_bytes(score)
+    steps = sum(1 for s in exps if s == score)
+    matmuls = sum(1 for name, shape, _ in kernel.vector_values if name.endswith("matmul") and shape == score)
+    dims = "x".join(map(str, score))
+    if size < VREG_FILE_BYTES:
+        return None  # 128 x 128 blocks: 0-230 KiB measured, no consistent allowance
+    if matmuls > steps:
+        total = int(_BACKWARD_FACTOR * size)
+        what = f"{_BACKWARD_FACTOR} x one {dims} f32 score matrix (backward kernel: {matmuls} score matmuls)"
+    else:
+        factor = _FORWARD_FACTOR.get(gen.name, 1.0) if size > VREG_FILE_BYTES else _SMALL_FACTOR
+        total = int(factor * steps * size)
+        what = f"{factor} x {steps} f32 score matrices of {dims}"
+    return total, f"allowance for compiler-internal attention scratch, {what} (empirical fit)"

@@ -1,0 +1,45 @@
+"""The attention score-matrix allowance (analyses/vmem/scores_scratch.py) and predicted VMEM residency on
+real flash-attention kernels of the shared corpus (jax's Pallas kernels compiled by the TPU compiler)."""
+
+from __future__ import annotations
+
+from corpus import CORPUS, require_path
+from hloscan.analyses.vmem.kernels import estimate_module
+from hloscan.hlo.loader import load
+
+REAL = CORPUS / "tpu-oracle" / "real"
+MIB = 1 << 20
+
+
+def _kernels(case: str, tpu: str):
+    path = require_path(REAL / case / "before_optimizations.txt")
+    return {k.estimate.kernel_name: k.estimate for module in load(path) for k in estimate_module(module, tpu, None)}
+
+
+def test_forward_allowance_scales_with_generation():
+    # One 2048x2048 f32 score matrix: 0.85 x 16 MiB on v6e, 1.0 x 16 MiB on v7x.
+    v6e = _kernels("v6e__pallas__flash_fwd_q2048_km2048_k2048", "v6e")["_flash_attention_kernel"]
+    v7x = _kernels("v7x__pallas__flash_fwd_q2048_km2048_k2048", "v7x")["_flash_attention_kernel"]
+    assert v6e.internal_bytes == int(0.85 * 16 * MIB)
+    assert v7x.internal_bytes == 16 * MIB
+
+
+def test_backward_allowance_does_not_grow_with_unrolled_key_blocks():
+    # dq/dkv with 2048x512 score blocks, four key blocks unrolled: 1.4 x one 4 MiB matrix, not 4 x.
+    kernels = _kernels("v6e__pallas__flash_bwd_q2048_km2048_k512", "v6e")
+    assert kernels["_flash_attention_dq_kernel"].internal_bytes == int(1.4 * 4 * MIB)
+    assert kernels["_flash_attention_dkv_kernel"].internal_bytes == int(1.4 * 4 * MIB)
+
+
+def test_v7x_forward_kernel_loses_two_windows_to_vmem_residency():
+    # Compiler: q and k S(1) on v7x, 1007616 bytes scoped; v (8 MiB more) kept its window.
+    est = _kernels("v7x__pallas__flash_fwd_q256_km256_k256", "v7x")["_flash_attention_kernel"]
+    uncounted = [b.index for b in est.blocks if b.role == "input" and not b.counted]
+    assert uncounted == [0, 1]
+    assert abs(est.estimate_bytes - 1007616) / 1007616 < 0.05
+    assert any("predicted to be placed whole in VMEM" in n for n in est.notes)
+
+
+def test_v5e_forward_kernel_keeps_its_windows():
+    est = _kernels("v5e__pallas__flash_fwd_q256_km256_k256", "v5e")["_flash_attention_kernel"]
+    assert all(b.counted for b in est.blocks if b.role == "input")
