@@ -122,3 +122,15 @@ def test_resnet_depth_10_stays_small(tmp_path):
     code, _, stderr = _graph(str(big), "--around", "conv_general_dilated.57", "--depth", "10", "-o", str(out))
     assert code == 0 and "cut:" in stderr
     assert len(_node_attrs(out.read_text())) <= MAX_NODES
+
+
+def test_title_breaks_long_paths_between_folders_not_inside_names():
+    from hloscan.cli.graph import _wrap
+
+    path = "/" + "/".join(f"folder{i:02d}_" + "x" * 12 for i in range(12)) + "/before_optimizations.txt"
+    text = f"finding [1]: {path} (module m)"
+    lines = _wrap(text, TITLE_WIDTH)
+    assert len(lines) >= 3 and all(len(line) <= TITLE_WIDTH for line in lines)
+    # Every break inside the path falls after a `/` (rejoined without a blank there, the text is whole).
+    assert all(line.endswith("/") for line in lines[:-1])
+    assert "".join(lines) == text

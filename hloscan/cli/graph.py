@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import textwrap
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,8 +105,30 @@ def wrap_title(view: View) -> str:
     lines = []
     for part in (view.source, view.title, view.cut_reason):
         for line in part.split("\n") if part else ():
-            lines.extend(textwrap.wrap(line, TITLE_WIDTH, break_on_hyphens=False) or [""])
+            lines.extend(_wrap(line, TITLE_WIDTH) or [""])
     return "\n".join(lines)
+
+
+# A piece ends at a blank or just after a `/`: long paths break between folders, not inside a name.
+_PIECE = re.compile(r"[^\s/]*/|[^\s/]+|\s+")
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    current = ""
+    for piece in _PIECE.findall(text):
+        if len(current) + len(piece) > width and current.strip():
+            lines.append(current.rstrip())
+            current = ""
+        if not current and piece.isspace():
+            continue
+        current += piece
+        while len(current) > width:  # a single name longer than a line: cut it
+            lines.append(current[:width])
+            current = current[width:]
+    if current.strip():
+        lines.append(current.rstrip())
+    return lines
 
 
 def to_dot(view: View) -> str:
