@@ -56,6 +56,10 @@ class TpuGeneration:
     # Observed in the oracle's post-optimisation dumps (analyses/vmem/residency.py has the evidence).
     msa_operand_budget: int = 0
     msa_single_use_budget: int = 0
+    # Kernel results read again by the program (a backward pass's forward outputs) written straight to VMEM
+    # (S(1), no output window) within msa_operand_budget: v5e/v6e did; v5p wrote them to HBM and prefetched
+    # copies; v7x did for some (not modelled).
+    msa_results_in_vmem: bool = False
 
 
 # Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
@@ -68,13 +72,14 @@ GENERATIONS: dict[str, TpuGeneration] = {
     # v5e: "Used 176.82M of 128.00M vmem" (tpu-oracle/real)
     "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB, 128 * MIB, 1, True, tuple_table_granule=512,
                          hbm_capacity=int(15.75 * GIB), vmem_for_temporaries=112 * MIB,
-                         msa_operand_budget=96 * MIB),
+                         msa_operand_budget=96 * MIB, msa_results_in_vmem=True),
     "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False,
                          hbm_capacity=int(95.74 * GIB), vmem_for_temporaries=64 * MIB,
                          msa_operand_budget=32 * MIB),
     "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True,
                          hbm_capacity=int(31.25 * GIB), vmem_for_temporaries=112 * MIB, mxu_width=256,
-                         loop_scores_factor=0.8, loop_spilled_scores_factor=1.1, msa_operand_budget=96 * MIB),
+                         loop_scores_factor=0.8, loop_spilled_scores_factor=1.1, msa_operand_budget=96 * MIB,
+                         msa_results_in_vmem=True),
     "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False,
                          hbm_capacity=int(94.75 * GIB), vmem_for_temporaries=64 * MIB, mxu_width=256,
                          loop_scores_factor=0.55, loop_spilled_scores_factor=1.05,

@@ -8,8 +8,9 @@ from typing import Any, Iterator
 
 from hloscan.analyses.tpu import DEFAULT_TPU, MIB, generation
 from hloscan.analyses.vmem.estimate import DEFAULT_MARGIN, BlockEstimate, KernelEstimate, estimate_kernel
-from hloscan.analyses.vmem.residency import in_vmem, predict_resident_operands
-from hloscan.hlo.ir import Computation, Instruction, Module
+from hloscan.analyses.vmem.residency import (in_vmem, predict_resident_operands, predict_resident_results,
+                                             resident_bytes)
+from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 
 
 @dataclass(frozen=True)
@@ -35,24 +36,57 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
     gen = generation(tpu or DEFAULT_TPU)
     calls = list(tpu_custom_calls(module))
     resident: dict[tuple[str, str], frozenset[int]] = {}
+    used = 0
     for comp in {id(c): c for c, _ in calls}.values():
-        found = predict_resident_operands(comp, [i for c, i in calls if c is comp], gen)
+        comp_calls = [i for c, i in calls if c is comp]
+        found = predict_resident_operands(comp, comp_calls, gen)
+        used += resident_bytes(comp, comp_calls, found)
         resident.update({(comp.name, name): pos for name, pos in found.items()})
+    if not any(_has_vmem_layout(comp, inst) for comp, inst in calls):  # post-optimisation dumps say it already
+        for key, pos in predict_resident_results(module, calls, gen, used).items():
+            resident[key] = resident.get(key, frozenset()) | pos
     for comp, inst in calls:
         operands = [comp.operand_shape(inst, pos) for pos in range(len(inst.operands))]
         # Operands memory-space assignment is predicted to hold whole in VMEM get no window (an estimate).
         for pos in resident.get((comp.name, inst.name), ()):
-            if operands[pos] is not None and operands[pos].is_array:
+            if pos < len(operands) and operands[pos] is not None and operands[pos].is_array:
                 operands[pos] = in_vmem(operands[pos])
-        est = estimate_kernel(inst.attr("backend_config"), operands, inst.shape, tpu=tpu or DEFAULT_TPU,
+        result = _with_resident_results(inst, resident.get((comp.name, inst.name), ()))
+        est = estimate_kernel(inst.attr("backend_config"), operands, result, tpu=tpu or DEFAULT_TPU,
                               vmem_limit_kib=vmem_limit_kib, instruction_name=inst.name, margin=margin)
         predicted = sorted(resident.get((comp.name, inst.name), ()))
-        if predicted:
-            note = (f"operands {', '.join(map(str, predicted))} predicted to be placed whole in VMEM by XLA's "
+        inputs = [str(p) for p in predicted if p < len(inst.operands)]
+        results = [str(p - len(inst.operands)) for p in predicted if p >= len(inst.operands)]
+        if inputs:
+            note = (f"operands {', '.join(inputs)} predicted to be placed whole in VMEM by XLA's "
                     "memory-space assignment (S(1), no window; an estimate from the pre-optimisation dump)")
+            est = replace(est, notes=est.notes + (note,))
+        if results:
+            note = (f"results {', '.join(results)} (read by other kernels, not returned) predicted to be "
+                    "written whole to VMEM by XLA's memory-space assignment (S(1), no output window; an "
+                    "estimate from the pre-optimisation dump)")
             est = replace(est, notes=est.notes + (note,))
         out.append(Kernel(comp, inst, est, tpu is None))
     return out
+
+
+def _has_vmem_layout(comp: Computation, inst: Instruction) -> bool:
+    """An operand or result already laid out in VMEM (S(1)): the dump is post-optimisation."""
+    shapes = [comp.operand_shape(inst, pos) for pos in range(len(inst.operands))]
+    shapes += [leaf for _, leaf in inst.shape.leaves()] if inst.shape.is_tuple else [inst.shape]
+    return any(s is not None and s.is_array and s.memory_space == 1 for s in shapes)
+
+
+def _with_resident_results(inst: Instruction, positions: frozenset[int] | tuple[()]) -> Shape | list[Shape]:
+    """The kernel's result shape with the leaves predicted to stay in VMEM marked S(1) (positions past the
+    operands, see `predict_resident_results`)."""
+    leaves = {pos - len(inst.operands) for pos in positions if pos >= len(inst.operands)}
+    if not leaves:
+        return inst.shape
+    if not inst.shape.is_tuple:
+        return in_vmem(inst.shape) if 0 in leaves else inst.shape
+    return [in_vmem(leaf) if i in leaves and leaf.is_array else leaf
+            for i, (_, leaf) in enumerate(inst.shape.leaves())]
 
 
 # ------------------------------------------------------------------------------------------ wording

@@ -27,6 +27,14 @@ figure exactly for kernels without internal scratch, e.g. flash-attention backwa
 - Which ones when not all fit: on v7x ragged paged attention's 16 MiB KV cache (read by one kernel) was
   S(1) and its 0.5 MiB query was not, so larger arrays are taken first.
 
+- Kernel RESULTS that feed other kernels and are not returned (a backward pass's forward kernel: its
+  output and softmax statistics, read by the dq/dkv kernels directly or through reductions and
+  broadcasts, possibly from another computation through a `call`) were written straight to VMEM on v5e
+  and v6e (flash: 3 of 3, splash: the 2 read back of 5; removing their output windows made the forward
+  kernel's estimate exact, e.g. 851968 on v5e), not on v4 or v5p (written to HBM, then prefetched), and
+  on v7x for some (not modelled there). `predict_resident_results` places them after the inputs, within
+  the same budget counted over the module.
+
 The rule: within a computation, shared kernel inputs first, then (where the generation prefetches them)
 single-use ones, in operand order, while the running total stays within the generation's
 `TpuGeneration.msa_operand_budget` / `msa_single_use_budget`. MSA's real choice comes from a cost model;
@@ -39,7 +47,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from hloscan.analyses.tpu import TpuGeneration
-from hloscan.hlo.ir import ELEMENT_BITS, Computation, Instruction, Layout, Shape
+from hloscan.hlo.ir import ELEMENT_BITS, Computation, Instruction, Layout, Module, Shape
 
 # Ops that only re-label an array: a kernel reading `bitcast(x)` reads x.
 _ALIASING_OPS = frozenset({"bitcast", "reshape", "copy"})
@@ -114,6 +122,121 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
         if positions:
             out[inst.name] = positions
     return out
+
+
+def resident_bytes(comp: Computation, calls: Iterable[Instruction], resident: dict[str, frozenset[int]]) -> int:
+    """Bytes of the distinct arrays `predict_resident_operands` placed in VMEM for the kernels of `comp`."""
+    sizes: dict[str, int] = {}
+    for inst in calls:
+        for pos in resident.get(inst.name, ()):
+            shape = comp.operand_shape(inst, pos)
+            root = _root(comp, inst.operands[pos].name)
+            if root is not None and shape is not None and shape.is_array:
+                sizes[root] = _array_bytes(shape)
+    return sum(sizes.values())
+
+
+def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, Instruction]],
+                             gen: TpuGeneration, used: int) -> dict[tuple[str, str], frozenset[int]]:
+    """Kernel results that feed other kernels and are not returned (in a backward pass the forward
+    kernel's output and softmax statistics, read by the dq/dkv kernels directly or through reductions)
+    are written straight to VMEM (`S(1)`), so the kernel has no output window for them.
+
+    Evidence (after_optimizations.txt of the flash/splash backward cases): every such result was S(1) on
+    v5e and v6e (flash: all 3; splash: the 2 read back, not the 3 unread ones); none on v4 and v5p (v5p
+    wrote them to HBM and prefetched copies for the backward kernels); on v7x 2 of 3 (flash) and 2 of 5
+    (splash), not modelled (`TpuGeneration.msa_results_in_vmem`). Paged attention's output, read by an
+    elementwise op and returned, was S(1) too on v5e/v6e/v7x; it is not predicted (no kernel reads it),
+    and a synthetic matmul fixture of that pattern (HLO201) is not oracle-checked. They come after the kernels' resident
+    inputs (`used` bytes, counted over the whole module), largest first, within the same budget.
+    Returns, per (computation, kernel), the positions `len(inst.operands) + i` of result leaf i."""
+    if not gen.msa_results_in_vmem:
+        return {}
+    leaves = []
+    for comp, inst in calls:
+        shapes = [leaf for _, leaf in inst.shape.leaves()] if inst.shape.is_tuple else [inst.shape]
+        for i, shape in enumerate(shapes):
+            if shape.is_array and shape.dims and _internal_result(module, comp, inst, i):
+                leaves.append((_array_bytes(shape), comp.name, inst, i))
+    out: dict[tuple[str, str], set[int]] = {}
+    for size, comp_name, inst, i in sorted(leaves, key=lambda item: -item[0]):
+        if used + size <= gen.msa_operand_budget:
+            out.setdefault((comp_name, inst.name), set()).add(len(inst.operands) + i)
+            used += size
+    return {key: frozenset(pos) for key, pos in out.items()}
+
+
+def _internal_result(module: Module, comp: Computation, inst: Instruction, leaf: int) -> bool:
+    """Whether result leaf `leaf` of `inst` feeds another `tpu_custom_call` (directly or through other
+    ops, as a forward kernel's statistics feed the dq/dkv kernels) and is itself not returned by the
+    program. Followed through get-tuple-element, tuples, calls and their returns; a value reaching the
+    entry's root unchanged (through relabelling ops and broadcasts) is returned."""
+    callers = _call_sites(module)
+    computations = module.computations_by_name
+    feeds_kernel = False
+    seen: set[tuple[str, str, int | None, bool]] = set()
+    # (computation, value, tuple index followed within that value or None, derived from the result)
+    work: list[tuple[Computation, str, int | None, bool]] = [
+        (comp, inst.name, leaf if inst.shape.is_tuple else None, False)]
+    while work:
+        c, name, index, derived = work.pop()
+        if (c.name, name, index, derived) in seen:
+            continue
+        if len(seen) > 512:
+            return False  # too tangled to tell: keep the windows
+        seen.add((c.name, name, index, derived))
+        if name == c.root.name:
+            if c.is_entry and not derived:
+                return False  # returned by the program: HBM
+            work.extend((caller, call.name, index, derived) for caller, call in callers.get(c.name, ()))
+        for user in _users(c).get(name, ()):
+            if user.opcode == "get-tuple-element":
+                if index is None or user.attr("index") == str(index):
+                    work.append((c, user.name, None, derived))
+            elif user.opcode == "tuple" and index is None:
+                work.extend((c, user.name, pos, derived) for pos, op in enumerate(user.operands) if op.name == name)
+            elif user.opcode == "call":
+                callee = computations.get((user.attr("to_apply") or "").lstrip("%"))
+                params = callee.parameter_instructions if callee is not None else {}
+                work.extend((callee, params[pos].name, index, derived)
+                            for pos, op in enumerate(user.operands) if op.name == name and pos in params)
+            elif index is not None:
+                if not derived:
+                    return False  # a whole tuple passed on (a while loop, ...): not followed
+            elif user.custom_call_target == "tpu_custom_call":
+                feeds_kernel = True
+            else:
+                relabels = user.opcode in _ALIASING_OPS or user.opcode == "broadcast"
+                work.append((c, user.name, None, derived or not relabels))
+    return feeds_kernel
+
+
+def _users(comp: Computation) -> dict[str, list[Instruction]]:
+    cached = _USERS.get(id(comp))
+    if cached is not None and cached[0] is comp:
+        return cached[1]
+    users: dict[str, list[Instruction]] = {}
+    for inst in comp.instructions:
+        for op in inst.operands:
+            users.setdefault(op.name, []).append(inst)
+    _USERS[id(comp)] = (comp, users)
+    return users
+
+
+def _call_sites(module: Module) -> dict[str, list[tuple[Computation, Instruction]]]:
+    cached = _CALLERS.get(id(module))
+    if cached is not None and cached[0] is module:
+        return cached[1]
+    sites: dict[str, list[tuple[Computation, Instruction]]] = {}
+    for c, inst in module.with_opcode("call"):
+        target = (inst.attr("to_apply") or "").lstrip("%")
+        sites.setdefault(target, []).append((c, inst))
+    _CALLERS[id(module)] = (module, sites)
+    return sites
+
+
+_USERS: dict[int, tuple[Computation, dict[str, list[Instruction]]]] = {}
+_CALLERS: dict[int, tuple[Module, dict[str, list[tuple[Computation, Instruction]]]]] = {}
 
 
 def _keeps_single_use_windows(inst: Instruction) -> bool:

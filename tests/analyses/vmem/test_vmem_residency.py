@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hloscan.analyses.tpu import generation
-from hloscan.analyses.vmem.kernels import tpu_custom_calls
-from hloscan.analyses.vmem.residency import in_vmem, predict_resident_operands
+from hloscan.analyses.vmem.kernels import estimate_module, tpu_custom_calls
+from hloscan.analyses.vmem.residency import in_vmem, predict_resident_operands, predict_resident_results
 from hloscan.hlo.parser import parse_module
 
 # Two kernels read q and k (the dq/dkv kernels of an attention backward pass); only the second reads v
@@ -56,3 +56,61 @@ def test_in_vmem_sets_memory_space_one():
     assert shape.memory_space == 0
     assert in_vmem(shape).memory_space == 1
     assert in_vmem(shape).dims == shape.dims
+
+
+# A forward kernel in a called computation (as jax emits `jit(fwd)`): leaf 0 flows back to the entry and is
+# read by the backward kernel `b` (through a negate), leaf 1 is returned by the program, leaf 2 is never
+# read; `b`'s result is added to itself and returned (read again, but by no kernel).
+_FWD_BWD = """HloModule m
+
+%fwd (p: f32[1,8,2048,128]) -> (f32[1,8,2048,128], f32[1,8,2048,128]) {
+  %p = f32[1,8,2048,128]{3,2,1,0} parameter(0)
+  %f = (f32[1,8,2048,128]{3,2,1,0}, f32[1,8,2048,128]{3,2,1,0}, f32[1,8,2048,128]{3,2,1,0}) custom-call(%p), custom_call_target="tpu_custom_call", backend_config="{}"
+  %o = f32[1,8,2048,128]{3,2,1,0} get-tuple-element(%f), index=0
+  %l = f32[1,8,2048,128]{3,2,1,0} get-tuple-element(%f), index=1
+  %unused = f32[1,8,2048,128]{3,2,1,0} get-tuple-element(%f), index=2
+  ROOT %r = (f32[1,8,2048,128]{3,2,1,0}, f32[1,8,2048,128]{3,2,1,0}) tuple(%o, %l)
+}
+
+ENTRY %main (q: f32[1,8,2048,128]) -> (f32[1,8,2048,128], f32[1,8,2048,128]) {
+  %q = f32[1,8,2048,128]{3,2,1,0} parameter(0)
+  %c = (f32[1,8,2048,128]{3,2,1,0}, f32[1,8,2048,128]{3,2,1,0}) call(%q), to_apply=%fwd
+  %o2 = f32[1,8,2048,128]{3,2,1,0} get-tuple-element(%c), index=0
+  %l2 = f32[1,8,2048,128]{3,2,1,0} get-tuple-element(%c), index=1
+  %ob = f32[1,8,2048,128]{3,2,1,0} negate(%o2)
+  %b = f32[1,8,2048,128]{3,2,1,0} custom-call(%ob), custom_call_target="tpu_custom_call", backend_config="{}"
+  %bb = f32[1,8,2048,128]{3,2,1,0} add(%b, %b)
+  ROOT %t = (f32[1,8,2048,128]{3,2,1,0}, f32[1,8,2048,128]{3,2,1,0}) tuple(%bb, %l2)
+}
+"""
+
+
+def _predict_results(tpu: str, used: int = 0) -> dict[tuple[str, str], frozenset[int]]:
+    module = parse_module(_FWD_BWD)
+    return predict_resident_results(module, list(tpu_custom_calls(module)), generation(tpu), used)
+
+
+def test_result_read_again_and_not_returned_is_resident():
+    # Only leaf 0 of %f (position 1 + 0, after its one operand): leaf 1 is returned, leaf 2 unread, and
+    # %b's own result is returned.
+    assert _predict_results("v5e") == {("fwd", "f"): frozenset({1})}
+
+
+def test_results_share_the_budget_left_by_resident_inputs():
+    # v5e's 96 MiB: 88 MiB already taken leaves room for the 8 MiB result, 90 MiB does not.
+    assert _predict_results("v5e", used=88 * 1024 * 1024) == {("fwd", "f"): frozenset({1})}
+    assert _predict_results("v5e", used=90 * 1024 * 1024) == {}
+
+
+def test_generations_writing_results_to_hbm_keep_the_windows():
+    assert _predict_results("v5p") == {}
+    assert _predict_results("v4") == {}
+    assert _predict_results("v7x") == {}
+
+
+def test_forward_result_read_by_backward_kernel_has_no_output_window():
+    module = parse_module(_FWD_BWD)
+    kernels = {k.inst.name: k for k in estimate_module(module, "v5e", None)}
+    notes = " ".join(kernels["f"].estimate.notes)
+    assert "results 0 " in notes and "not returned" in notes
+    assert "results" not in " ".join(kernels["b"].estimate.notes)
