@@ -23,10 +23,6 @@ class FastPathUnsupported(Exception):
     """The text is not in the printer's line form; parse it strictly."""
 
 
-# Shapes repeat (a few thousand distinct strings in 300k instructions): parse_shape reads each string once.
-parse_shape_cached = parse_shape
-
-
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _INSTRUCTION_HEAD = re.compile(r"([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+")
 # An array shape with an optional layout (one level of nested braces covers `P(...)` physical shapes).
@@ -43,22 +39,18 @@ _HEADER = re.compile(r"HloModule[ \t]+%?(" + _NAME + r"):?")
 _TABLE_STRING = re.compile(r"(\d+)[ \t]+(\"[^\"\\]*+(?:\\.[^\"\\]*+)*+\")[ \t]*")
 _TABLE_FIELDS = re.compile(r"(\d+)[ \t]+\{(.*)\}[ \t]*")
 _FIELD = re.compile(r"(" + _NAME + r")=(-?\d+)")
-# The common line in one match: indent, ROOT, sigil, name, array shape with a brace-free layout, opcode,
-# operands and the attribute tail. The operand list is either plain references (`%a, %b`, group 7) or other
-# bracket-free text (group 8: a parameter number or a literal). Other lines take the general route below.
 # XLA's printer puts `/*index=5*/` before every fifth element of a long list (hlo-text-format.md §11).
 _INDEX_COMMENT = r"/\*index=\d+\*/"
 _REFERENCE = r"[ \t]*(?:" + _INDEX_COMMENT + r")?%?" + _NAME + r"[ \t]*"
 _REFERENCE_LIST = _REFERENCE + r"(?:," + _REFERENCE + r")*"
-_SIMPLE_LINE = re.compile(
-    r"([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+([a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?)[ \t]+("
-    + _NAME + r")\((?:(" + _REFERENCE_LIST + r")|([^()\[\]{}#/]*))\)(,.*)?"
-)
-# _SIMPLE_LINE for a whole computation body at once (re.M, one `findall`): the same groups, no class may
-# cross a line end, and blanks before the line end are allowed (they end up in the tail, or after `)`).
 # A tuple shape, nested up to three brackets deep (a tuple of tuples of tiled arrays); the shape text then goes
 # to parse_shape, which reads it or rejects it like any other.
 _TUPLE_SHAPE = r"\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*\))*\))*\)"
+# The common line in one match: indent, ROOT, sigil, name, shape (array with a brace-free layout, or tuple),
+# opcode, operands and the attribute tail. The operand list is either plain references (`%a, %b`, group 7) or
+# other bracket-free text (group 8: a parameter number or a literal). Used with `findall` over a body (re.M:
+# no class crosses a line end); blanks before the line end are allowed (they end up in the tail, or after
+# `)`). Other lines take the general route (_general_instruction).
 _SIMPLE_ROWS = re.compile(
     r"^([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+([a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?|"
     + _TUPLE_SHAPE + r")[ \t]+("
@@ -155,6 +147,17 @@ def body_rows(text: str, start: int, end: int, lines: int) -> list[tuple] | None
             return None
         append((name, opcode, shape_text, names, literal, tail, bool(root), len(indent) + 1, sigil))
     return rows
+
+
+def _instructions(rows: list[tuple], first_line: int) -> list[Instruction]:
+    """The Instructions of consecutive rows, the first on line `first_line`. All in C but the loop:
+    tuple.__new__ builds the NamedTuple records (Operand(name, None, (), None) for each operand name, then
+    the Instruction) without a Python-level __new__ call each."""
+    new, operand_type, nones, empties = tuple.__new__, repeat(Operand), repeat(None), repeat(())
+    return [new(Instruction, (name, opcode, parse_shape(shape_text),
+                              tuple(map(new, operand_type, zip(names, nones, empties, nones))),
+                              tail, is_root, literal, first_line + k, col))
+            for k, (name, opcode, shape_text, names, literal, tail, is_root, col, _) in enumerate(rows)]
 
 
 class _LineParser:
@@ -293,71 +296,45 @@ class _LineParser:
             return None
         if rows and self.percent is None:
             self.percent = bool(rows[0][8])
-        new, operand_type, nones, empties = tuple.__new__, repeat(Operand), repeat(None), repeat(())
-        shape_of, base = parse_shape_cached, first + 1 + self.offset
-        # All in C but the loop: Operand(name, None, (), None) for each name, then the Instruction.
-        instructions = [new(Instruction, (name, opcode, shape_of(shape_text),
-                                          tuple(map(new, operand_type, zip(names, nones, empties, nones))),
-                                          tail, is_root, literal, base + k, col))
-                        for k, (name, opcode, shape_text, names, literal, tail, is_root, col, _) in enumerate(rows)]
+        instructions = _instructions(rows, first + 1 + self.offset)
         self.i = last + 1
         self.anchor = (last, end + 1)
         return instructions
 
     def _body(self) -> list[Instruction]:
-        """The instructions up to and past the closing `}` (the hot loop of the whole parse).
-
-        The common line is taken in one regex match with everything it needs in locals; a line it does
-        not cover (blank, comment, the end, or an instruction in another form) goes the general way.
-        """
+        """The instructions up to and past the closing `}`, line by line: for a body with a line in a form
+        _bulk_body does not take (blank, comment, or an instruction the general way reads)."""
         instructions: list[Instruction] = []
         append = instructions.append
         lines, count = self.lines, len(self.lines)
-        simple_line, tail_is_plain, literal_opcodes = _SIMPLE_LINE.fullmatch, _tail_is_plain, LITERAL_OPCODES
-        shape_of, names_of = parse_shape_cached, _REFERENCE_NAMES.findall
-        # tuple.__new__ builds the NamedTuple records without a Python-level __new__ call per instruction.
-        new, operand_type, nones, empties = tuple.__new__, repeat(Operand), repeat(None), repeat(())
         base = 1 + self.offset
         i = self.i
         while True:
             if i >= count:
                 raise FastPathUnsupported("unterminated computation")
             text = lines[i]
-            m = simple_line(text.rstrip())
-            if m is not None:
-                indent, root, sigil, name, shape_text, opcode, references, other, tail = m.groups()
-                if tail is None or tail_is_plain(tail):
-                    if self.percent is None:
-                        self.percent = bool(sigil)
-                    literal, operands = None, ()
-                    if opcode in literal_opcodes:
-                        literal = (references if references is not None else other).strip()
-                    elif references is not None:
-                        # All in C: the names, then Operand(name, None, (), None) for each.
-                        operands = tuple(map(new, operand_type, zip(names_of(references), nones, empties, nones)))
-                    elif other.strip():  # not references: `add(1, 2)` holds literals, for the strict grammar
-                        raise FastPathUnsupported(f"operand at line {i + base}")
-                    append(new(Instruction, (name, opcode, shape_of(shape_text), operands, tail or "", bool(root),
-                                             literal, i + base, len(indent) + 1)))
-                    i += 1
-                    continue
-            if not text.strip() or text.lstrip().startswith("//"):
-                i += 1
-                continue
-            if text[:1] == "}":
+            rows = body_rows(text, 0, len(text), 1)  # the common line, as in bulk
+            if rows is not None:
+                if self.percent is None:
+                    self.percent = bool(rows[0][8])
+                append(_instructions(rows, i + base)[0])
+            elif not text.strip() or text.lstrip().startswith("//"):
+                pass
+            elif text[:1] == "}":
                 if _COMPUTATION_END.fullmatch(text) is None:
                     raise FastPathUnsupported("computation end")
                 self.i = i + 1
                 return instructions
-            append(self._general_instruction(text, i))
+            else:
+                append(self._general_instruction(text, i))
             i += 1
 
     def _signature(self, text: str):
         m = _ARRAY_SIGNATURE.fullmatch(text)
         if m is not None:
             pairs = _ARRAY_PARAMETERS.findall(m.group(1))
-            return (tuple(Parameter(name, parse_shape_cached(shape)) for name, shape in pairs),
-                    parse_shape_cached(m.group(2).strip()))
+            return (tuple(Parameter(name, parse_shape(shape)) for name, shape in pairs),
+                    parse_shape(m.group(2).strip()))
         close = _closing(text, 0)
         params_text = text[1 : close - 1]
         rest = text[close:].strip()
@@ -369,8 +346,8 @@ class _LineParser:
                 pname, sep, shape_text = part.strip().partition(":")
                 if not sep or not pname:
                     raise FastPathUnsupported("signature parameter")
-                params.append(Parameter(pname, parse_shape_cached(shape_text.strip())))
-        return tuple(params), parse_shape_cached(rest[2:].strip())
+                params.append(Parameter(pname, parse_shape(shape_text.strip())))
+        return tuple(params), parse_shape(rest[2:].strip())
 
     # ------------------------------------------------------------------ instructions
 
@@ -388,7 +365,7 @@ class _LineParser:
             if sm is None:
                 raise FastPathUnsupported(f"shape at line {number + 1}")
             shape_end = sm.end()
-        shape = parse_shape_cached(line[pos:shape_end])
+        shape = parse_shape(line[pos:shape_end])
         om = _OPCODE.match(line, shape_end)
         if om is None:
             raise FastPathUnsupported(f"opcode at line {number + 1}")
@@ -430,7 +407,7 @@ class _LineParser:
             if m is None:
                 raise FastPathUnsupported(f"operand at line {number + 1}")
             shape_text = shape_text.strip()
-            shape = parse_shape_cached(shape_text) if shape_text else None
+            shape = parse_shape(shape_text) if shape_text else None
             index = tuple(_int(i) for i in m.group(3).split("#")[1:]) if m.group(3) else ()
             out.append(Operand(m.group(2), shape, index))
         return tuple(out)
