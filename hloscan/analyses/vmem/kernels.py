@@ -47,14 +47,15 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
             resident[key] = resident.get(key, frozenset()) | pos
     for comp, inst in calls:
         operands = [comp.operand_shape(inst, pos) for pos in range(len(inst.operands))]
+        positions = resident.get((comp.name, inst.name), frozenset())
         # Operands memory-space assignment is predicted to hold whole in VMEM get no window (an estimate).
-        for pos in resident.get((comp.name, inst.name), ()):
+        for pos in positions:
             if pos < len(operands) and operands[pos] is not None and operands[pos].is_array:
                 operands[pos] = in_vmem(operands[pos])
-        result = _with_resident_results(inst, resident.get((comp.name, inst.name), ()))
+        result = _with_resident_results(inst, positions)
         est = estimate_kernel(inst.attr("backend_config"), operands, result, tpu=tpu or DEFAULT_TPU,
                               vmem_limit_kib=vmem_limit_kib, instruction_name=inst.name, margin=margin)
-        predicted = sorted(resident.get((comp.name, inst.name), ()))
+        predicted = sorted(positions)
         inputs = [str(p) for p in predicted if p < len(inst.operands)]
         results = [str(p - len(inst.operands)) for p in predicted if p >= len(inst.operands)]
         if inputs:
@@ -77,7 +78,7 @@ def _has_vmem_layout(comp: Computation, inst: Instruction) -> bool:
     return any(s is not None and s.is_array and s.memory_space == 1 for s in shapes)
 
 
-def _with_resident_results(inst: Instruction, positions: frozenset[int] | tuple[()]) -> Shape | list[Shape]:
+def _with_resident_results(inst: Instruction, positions: frozenset[int]) -> Shape | list[Shape]:
     """The kernel's result shape with the leaves predicted to stay in VMEM marked S(1) (positions past the
     operands, see `predict_resident_results`)."""
     leaves = {pos - len(inst.operands) for pos in positions if pos >= len(inst.operands)}
