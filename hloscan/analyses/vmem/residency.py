@@ -106,13 +106,13 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
                 sizes.setdefault(root, _array_bytes(shape))
     placed: set[str] = set()
     used = 0
-    for shared in (True, False):
-        budget = gen.msa_operand_budget if shared else gen.msa_single_use_budget
+    for kind in ("shared", "produced", "single"):
+        budget = gen.msa_single_use_budget if kind == "single" else gen.msa_operand_budget
         # Largest first: on v7x a 16 MiB KV cache read by one kernel was S(1) and its 0.5 MiB query was not.
         for root, size in sorted(sizes.items(), key=lambda item: -item[1]):
-            if (len(readers[root]) >= 2) != shared or used + size > budget:
+            if root in placed or used + size > budget or _residency_kind(comp, root, readers[root], gen) != kind:
                 continue
-            if not shared and readers[root] & keeps:
+            if kind == "single" and readers[root] & keeps:
                 continue
             placed.add(root)
             used += size
@@ -122,6 +122,35 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
         if positions:
             out[inst.name] = positions
     return out
+
+
+def _residency_kind(comp: Computation, root: str, readers: set[str], gen: TpuGeneration) -> str:
+    """"shared" (read by several kernels), "produced" (computed on the device, e.g. a broadcast of the
+    softmax statistics, where the generation writes such values straight to VMEM) or "single"."""
+    if len(readers) >= 2:
+        return "shared"
+    if gen.msa_results_in_vmem and _produced_on_device(comp, root):
+        return "produced"
+    return "single"
+
+
+# Values that exist before the computation runs (or are folded into the program image), not produced by it.
+_NOT_PRODUCED = frozenset({"parameter", "constant", "iota"})
+
+
+def _produced_on_device(comp: Computation, root: str) -> bool:
+    """Whether the kernel operand behind `root` is computed by this computation (a broadcast, fusion, dot,
+    transpose, ...), not read from a parameter or constant. On v5e/v6e memory-space assignment defines such
+    values in VMEM (S(1)) when they fit, instead of writing them to HBM for the kernel to window in."""
+    if root.startswith("broadcast("):
+        return True  # _root's key for a broadcast
+    inst = comp.by_name.get(root)
+    if inst is None or inst.opcode in _NOT_PRODUCED:
+        return False
+    if inst.opcode == "get-tuple-element" and inst.operands:
+        source = comp.by_name.get(inst.operands[0].name)
+        return source is not None and source.opcode not in _NOT_PRODUCED
+    return True
 
 
 def resident_bytes(comp: Computation, calls: Iterable[Instruction], resident: dict[str, frozenset[int]]) -> int:

@@ -114,3 +114,30 @@ def test_forward_result_read_by_backward_kernel_has_no_output_window():
     notes = " ".join(kernels["f"].estimate.notes)
     assert "results 0 " in notes and "not returned" in notes
     assert "results" not in " ".join(kernels["b"].estimate.notes)
+
+
+# A kernel reading a value the program computes (a broadcast, as jax emits for the softmax statistics of a
+# backward kernel), read by no other kernel.
+_PRODUCED = """HloModule m
+
+ENTRY %main (l: f32[1,8,2048]) -> f32[1,8,2048,128] {
+  %l = f32[1,8,2048]{2,1,0} parameter(0)
+  %b = f32[1,8,2048,128]{3,2,1,0} broadcast(%l), dimensions={0,1,2}
+  ROOT %k = f32[1,8,2048,128]{3,2,1,0} custom-call(%b), custom_call_target="tpu_custom_call", backend_config="{}"
+}
+"""
+
+
+def test_value_computed_on_device_is_resident_where_results_go_to_vmem():
+    # v5e/v6e define such values in VMEM (every flash/splash backward broadcast was S(1) there); v5p and v4
+    # write them to HBM (single-use, no budget).
+    assert _predict("v5e", _PRODUCED) == {"k": frozenset({0})}
+    assert _predict("v6e", _PRODUCED) == {"k": frozenset({0})}
+    assert _predict("v5p", _PRODUCED) == {}
+    assert _predict("v4", _PRODUCED) == {}
+
+
+def test_parameter_read_once_is_not_produced():
+    text = _PRODUCED.replace("custom-call(%b)", "custom-call(%l)").replace(
+        "%b = f32[1,8,2048,128]{3,2,1,0} broadcast(%l), dimensions={0,1,2}\n", "")
+    assert _predict("v5e", text) == {}
