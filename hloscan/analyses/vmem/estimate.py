@@ -309,6 +309,9 @@ def _window_block(i: int, param: WindowParam, memref: Any, op: _Operand, grid: t
     rows = shape[-2] if len(shape) >= 2 else 1
     tile = (vmem_sublane_tile(bits, rows), LANES)
     buffers, why = _buffer_count(param, grid)
+    if op.in_vmem:
+        why = "; ".join(filter(None, ("whole operand in VMEM (S(1)), but its block is narrower than the minor "
+                                      "dimension: still windowed", why)))
     size = padded_bytes(shape, bits, tile[0], gen.compact_columns)
     return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, "vmem", tile, raw_bytes(shape, bits),
                          size, buffers, True, param.index_map, why)
