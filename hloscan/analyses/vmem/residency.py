@@ -135,7 +135,7 @@ def _residency_kind(comp: Computation, root: str, readers: set[str], gen: TpuGen
 
 
 # Values that exist before the computation runs (or are folded into the program image), not produced by it.
-_NOT_PRODUCED = frozenset({"parameter", "constant", "iota"})
+_NOT_PRODUCED = frozenset({"parameter", "constant"})
 
 
 def _produced_on_device(comp: Computation, root: str) -> bool:
