@@ -3,14 +3,9 @@ checked against the compiler's per-kernel figures of real post-optimisation dump
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-from pathlib import Path
 
-import pytest
-
-from corpus import CORPUS
+from corpus import CORPUS, manifest
 from hloscan.analyses.vmem.estimate import _Operand, _keeps_window_in_vmem, estimate_kernel
 from hloscan.analyses.vmem.kernels import tpu_custom_calls
 from hloscan.hlo.parser import parse_module
@@ -22,19 +17,9 @@ REAL = CORPUS / "tpu-oracle" / "real"
 WITHIN_5_FLOOR = 58
 
 
-def _real_or_skip() -> Path:
-    if not (REAL / "MANIFEST.tsv").is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"real TPU oracle corpus missing at {REAL} (required when CI=true)")
-        pytest.skip(f"real TPU oracle corpus not found at {REAL}")
-    return REAL
-
-
 def _rows() -> list[dict[str, str]]:
-    with open(_real_or_skip() / "MANIFEST.tsv", newline="") as f:
-        rows = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        return [r for r in rows if r["family"] == "pallas" and r["verdict"] == "ok"
-                and (REAL / r["case"] / "after_optimizations.txt").is_file()]
+    return [r for r in manifest("tpu-oracle/real") if r["family"] == "pallas" and r["verdict"] == "ok"
+            and (REAL / r["case"] / "after_optimizations.txt").is_file()]
 
 
 def _after_opt_estimates(row: dict[str, str]) -> list[tuple[int, object]]:
