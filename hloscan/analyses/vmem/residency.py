@@ -27,7 +27,7 @@ figure exactly for kernels without internal scratch, e.g. flash-attention backwa
 - Which ones when not all fit: on v7x ragged paged attention's 16 MiB KV cache (read by one kernel) was
   S(1) and its 0.5 MiB query was not, so larger arrays are taken first.
 
-- Kernel RESULTS that feed other kernels and are not returned (a backward pass's forward kernel: its
+- Kernel RESULTS that feed other kernels, returned by the program or not (a backward pass's forward kernel: its
   output and softmax statistics, read by the dq/dkv kernels directly or through reductions and
   broadcasts, possibly from another computation through a `call`) were written straight to VMEM on v5e
   and v6e (flash: 3 of 3, splash: the 2 read back of 5; removing their output windows made the forward
@@ -167,9 +167,11 @@ def resident_bytes(comp: Computation, calls: Iterable[Instruction], resident: di
 
 def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, Instruction]],
                              gen: TpuGeneration, used: int) -> dict[tuple[str, str], frozenset[int]]:
-    """Kernel results that feed other kernels and are not returned (in a backward pass the forward
-    kernel's output and softmax statistics, read by the dq/dkv kernels directly or through reductions)
-    are written straight to VMEM (`S(1)`), so the kernel has no output window for them.
+    """Kernel results that feed other kernels (in a backward pass the forward kernel's output and softmax
+    statistics, read by the dq/dkv kernels directly or through reductions) are written straight to VMEM
+    (`S(1)`), so the kernel has no output window for them; one the program also returns is copied out later
+    (the forward output o of a jax.vjp program, returned and read by dq/dkv, was S(1) on v5e and v6e in all
+    six flash and splash backward cases that return it).
 
     Evidence (after_optimizations.txt of the flash/splash backward cases): every such result was S(1) on
     v5e and v6e (flash: all 3; splash: the 2 read back, not the 3 unread ones); none on v4 and v5p (v5p
@@ -197,9 +199,8 @@ def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, 
 
 def _internal_result(module: Module, comp: Computation, inst: Instruction, leaf: int) -> bool:
     """Whether result leaf `leaf` of `inst` feeds another `tpu_custom_call` (directly or through other
-    ops, as a forward kernel's statistics feed the dq/dkv kernels) and is itself not returned by the
-    program. Followed through get-tuple-element, tuples, calls and their returns; a value reaching the
-    entry's root unchanged (through relabelling ops and broadcasts) is returned."""
+    ops, as a forward kernel's statistics feed the dq/dkv kernels). Followed through get-tuple-element,
+    tuples, calls and their returns."""
     callers = _call_sites(module)
     computations = module.computations_by_name
     feeds_kernel = False
@@ -215,8 +216,8 @@ def _internal_result(module: Module, comp: Computation, inst: Instruction, leaf:
             return False  # too tangled to tell: keep the windows
         seen.add((c.name, name, index, derived))
         if name == c.root.name:
-            if c.is_entry and not derived:
-                return False  # returned by the program: HBM
+            # Returned by the program: still written to VMEM first when a kernel reads it (a backward pass's
+            # forward output o, returned and read by dq/dkv, was S(1) on v5e/v6e), then copied out.
             work.extend((caller, call.name, index, derived) for caller, call in callers.get(c.name, ()))
         for user in _users(c).get(name, ()):
             if user.opcode == "get-tuple-element":

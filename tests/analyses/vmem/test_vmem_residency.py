@@ -141,3 +141,11 @@ def test_parameter_read_once_is_not_produced():
     text = _PRODUCED.replace("custom-call(%b)", "custom-call(%l)").replace(
         "%b = f32[1,8,2048,128]{3,2,1,0} broadcast(%l), dimensions={0,1,2}\n", "")
     assert _predict("v5e", text) == {}
+
+
+def test_result_returned_and_read_by_a_kernel_is_resident():
+    # jax.vjp programs return the forward output o and feed it to the dq/dkv kernels: S(1) on v5e/v6e.
+    text = _FWD_BWD.replace("tuple(%bb, %l2)", "tuple(%bb, %o2)")
+    module = parse_module(text)
+    found = predict_resident_results(module, list(tpu_custom_calls(module)), generation("v6e"), 0)
+    assert found == {("fwd", "f"): frozenset({1})}
