@@ -145,12 +145,28 @@ def _produced_on_device(comp: Computation, root: str) -> bool:
     if root.startswith("broadcast("):
         return True  # _root's key for a broadcast
     inst = comp.by_name.get(root)
+    if inst is not None and inst.opcode == "parameter":
+        return _relaid_out(inst.shape)
     if inst is None or inst.opcode in _NOT_PRODUCED:
         return False
     if inst.opcode == "get-tuple-element" and inst.operands:
         source = comp.by_name.get(inst.operands[0].name)
         return source is not None and source.opcode not in _NOT_PRODUCED
     return True
+
+
+def _relaid_out(shape: Shape) -> bool:
+    """Whether XLA:TPU gives an array parameter a layout with another minor dimension, so that the kernel
+    (whose operand layout is row-major) reads a relayout `copy` computed on the device.
+
+    Layout assignment avoids lane padding: f32[1,4,1024,64] parameters were laid out {2,3,1,0} (the 1024
+    axis in the lanes) and copied to {3,2,1,0} for the flash kernels, the copies S(1) on v5e and v6e (every
+    head-dim-64 flash case of the corpora); head-dim-128 parameters kept the row-major layout and their
+    windows."""
+    if not shape.is_array or len(shape.dims) < 2:
+        return False
+    minor = shape.dims[-1]
+    return minor < 128 and any(d >= 128 for d in shape.dims[:-1])
 
 
 def resident_bytes(comp: Computation, calls: Iterable[Instruction], resident: dict[str, frozenset[int]]) -> int:

@@ -3,7 +3,7 @@ real flash-attention kernels of the shared corpus (jax's Pallas kernels compiled
 
 from __future__ import annotations
 
-from corpus import CORPUS, require_path
+from corpus import CORPUS, FIXTURES, require_path
 from hloscan.analyses.vmem.kernels import estimate_module
 from hloscan.hlo.loader import load
 
@@ -43,3 +43,25 @@ def test_v7x_forward_kernel_loses_two_windows_to_vmem_residency():
 def test_v5e_forward_kernel_keeps_its_windows():
     est = _kernels("v5e__pallas__flash_fwd_q256_km256_k256", "v5e")["_flash_attention_kernel"]
     assert all(b.counted for b in est.blocks if b.role == "input")
+
+
+def _fixture_kernels(folder: str, case: str, tpu: str):
+    path = FIXTURES / "oracle_new" / folder / case / "before_optimizations.txt"
+    return {k.estimate.kernel_name: k.estimate for module in load(path) for k in estimate_module(module, tpu, None)}
+
+
+def test_unrolled_register_file_sized_scores_spill_whole():
+    # Two key blocks of 256 x 256 f32 (each the size of the register file) unrolled in one step: 1.0 x 2 x
+    # 256 KiB on v7x (the compiler's figure, 1118208 bytes, left 580 KiB beyond the windows); one such
+    # block alone keeps the small factor (0.5 x 256 KiB).
+    unrolled = _fixture_kernels("real3", "v7x__pallas__flash_fwd_nc_q256_km512_k256", "v7x")["_flash_attention_kernel"]
+    assert unrolled.internal_bytes == 2 * 256 * 1024
+    single = _kernels("v7x__pallas__flash_fwd_q256_km256_k256", "v7x")["_flash_attention_kernel"]
+    assert single.internal_bytes == int(0.5 * 256 * 1024)
+
+
+def test_head_dim_64_parameters_are_relaid_out_into_vmem_on_v5e():
+    # f32[1,4,1024,64] q, k, v: XLA lays them out {2,3,1,0} and copies them for the kernel; the copies were
+    # S(1) and the compiler's figure 503808 bytes held no input window.
+    est = _fixture_kernels("real", "v5e__pallas__flash_fwd_nc_d64_q128_km1024_k128", "v5e")["_flash_attention_kernel"]
+    assert [b.index for b in est.blocks if b.role == "input" and not b.counted] == [0, 1, 2]

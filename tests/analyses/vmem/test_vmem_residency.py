@@ -149,3 +149,13 @@ def test_result_returned_and_read_by_a_kernel_is_resident():
     module = parse_module(text)
     found = predict_resident_results(module, list(tpu_custom_calls(module)), generation("v6e"), 0)
     assert found == {("fwd", "f"): frozenset({1})}
+
+
+def test_parameter_with_a_narrow_minor_dim_is_relaid_out_and_resident_on_v5e():
+    narrow = _PRODUCED.replace("f32[1,8,2048,128]", "f32[1,8,2048,64]").replace(
+        "custom-call(%b)", "custom-call(%p)").replace(
+        "%b = f32[1,8,2048,64]{3,2,1,0} broadcast(%l), dimensions={0,1,2}\n",
+        "%p = f32[1,8,2048,64]{3,2,1,0} parameter(1)\n").replace(
+        "(l: f32[1,8,2048])", "(l: f32[1,8,2048], p: f32[1,8,2048,64])")
+    assert _predict("v5e", narrow) == {"k": frozenset({0})}
+    assert _predict("v5p", narrow) == {}
