@@ -39,7 +39,7 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
     used = 0
     for comp in {id(c): c for c, _ in calls}.values():
         comp_calls = [i for c, i in calls if c is comp]
-        found = predict_resident_operands(comp, comp_calls, gen)
+        found = predict_resident_operands(comp, comp_calls, gen, module)
         used += resident_bytes(comp, comp_calls, found)
         resident.update({(comp.name, name): pos for name, pos in found.items()})
     if not any(_has_vmem_layout(comp, inst) for comp, inst in calls):  # post-optimisation dumps say it already

@@ -85,8 +85,9 @@ def _array_bytes(shape: Shape) -> int:
 
 
 def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], gen: TpuGeneration,
-                              ) -> dict[str, frozenset[int]]:
-    """For each kernel (instruction name) of `comp`, the operand positions predicted to be `S(1)`."""
+                              module: Module | None = None) -> dict[str, frozenset[int]]:
+    """For each kernel (instruction name) of `comp`, the operand positions predicted to be `S(1)`.
+    With `module`, a value passed down through `call`s is one value wherever a kernel reads it."""
     calls = list(calls)
     if any(_has_vmem_layout(comp, inst) for inst in calls):
         return {}  # a post-optimisation dump: the layouts already say where MSA put things
@@ -97,6 +98,13 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
             root = _root(comp, op.name)
             if root is not None:
                 readers.setdefault(root, set()).add(inst.name)
+    first_readers: dict[str, str] = {}
+    if module is not None:
+        readers, first_readers = _module_readers(module, comp, readers)
+        # Generations that prefetch single-use values (v7x) prefetch for the first kernel too, and a value
+        # relaid out on the device (v5e/v6e) is produced in VMEM whoever reads it first.
+        first_readers = {root: kernel for root, kernel in first_readers.items() if not gen.msa_single_use_budget
+                         and not (gen.msa_results_in_vmem and _produced_on_device(comp, root))}
     sizes: dict[str, int] = {}
     for inst in calls:
         for pos, op in enumerate(inst.operands):
@@ -118,10 +126,90 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
             used += size
     out = {}
     for inst in calls:
-        positions = frozenset(pos for pos, op in enumerate(inst.operands) if _root(comp, op.name) in placed)
+        positions = frozenset(pos for pos, op in enumerate(inst.operands)
+                              if _root(comp, op.name) in placed and first_readers.get(_root(comp, op.name)) != inst.name)
         if positions:
             out[inst.name] = positions
     return out
+
+
+def _module_readers(module: Module, comp: Computation, local: dict[str, set[str]],
+                    ) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """The kernels reading each value of `comp` anywhere in the module (a value passed through `call`s is
+    followed up to where it is defined), and for program inputs the kernel of `comp` that reads them first.
+
+    A backward program reads q, k and v in its forward kernel (inside a called `jit(fwd)` computation) and
+    again in its backward kernels (in another): one value read by several kernels. Memory-space assignment
+    prefetched it into VMEM for the later readers (the fused splash dkv kernel's q, k, v were S(1) on v5e
+    and v6e). The program's first kernel, with nothing before it to hide a prefetch behind, read the program
+    inputs from HBM on the generations that prefetch no single-use value (every flash/splash forward kernel
+    of a backward program kept its q, k, v windows on v5e/v5p/v6e; on v7x they were S(1)); `first` names
+    it for such values."""
+    by_origin = _kernel_order(module)
+    first_kernel = by_origin.get(_FIRST, [None])[0]
+    readers: dict[str, set[str]] = {}
+    first: dict[str, str] = {}
+    for root, names in local.items():
+        origin = _origin(module, comp, root)
+        everywhere = by_origin.get(origin, [])
+        readers[root] = names | {f"{c}/{k}" for c, k in everywhere if c != comp.name}
+        if (everywhere and everywhere[0] == first_kernel and first_kernel[0] == comp.name
+                and _is_program_input(module, origin)):
+            first[root] = first_kernel[1]
+    return readers, first
+
+
+_FIRST = ("", "")  # _kernel_order's key for the program's first kernel
+
+
+def _kernel_order(module: Module) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """For each value origin (`_origin`), the (computation, kernel) pairs that read it, in program order."""
+    cached = _ORDER.get(id(module))
+    if cached is not None and cached[0] is module:
+        return cached[1]
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    seen: set[str] = set()
+
+    def visit(comp: Computation, depth: int) -> None:
+        if comp.name in seen or depth > 16:
+            return
+        seen.add(comp.name)
+        for inst in comp.instructions:
+            if inst.opcode == "call":
+                callee = module.computations_by_name.get((inst.attr("to_apply") or "").lstrip("%"))
+                if callee is not None:
+                    visit(callee, depth + 1)
+            elif inst.custom_call_target == "tpu_custom_call":
+                out.setdefault(_FIRST, [(comp.name, inst.name)])
+                for op in inst.operands:
+                    root = _root(comp, op.name)
+                    kernels = out.setdefault(_origin(module, comp, root), []) if root is not None else None
+                    if kernels is not None and (comp.name, inst.name) not in kernels:
+                        kernels.append((comp.name, inst.name))
+
+    visit(module.entry, 0)
+    _ORDER[id(module)] = (module, out)
+    return out
+
+
+def _origin(module: Module, comp: Computation, root: str, depth: int = 0) -> tuple[str, str]:
+    """Where the value `root` of `comp` is defined: through parameters of computations called from one
+    place, to the caller's operand."""
+    inst = comp.by_name.get(root)
+    sites = _call_sites(module).get(comp.name, [])
+    if inst is None or inst.opcode != "parameter" or len(sites) != 1 or depth > 16:
+        return comp.name, root
+    caller, call = sites[0]
+    index = next((i for i, p in comp.parameter_instructions.items() if p.name == root), None)
+    if index is None or index >= len(call.operands):
+        return comp.name, root
+    return _origin(module, caller, _root(caller, call.operands[index].name) or "", depth + 1)
+
+
+def _is_program_input(module: Module, origin: tuple[str, str]) -> bool:
+    comp = module.computations_by_name.get(origin[0])
+    inst = comp.by_name.get(origin[1]) if comp is not None else None
+    return comp is not None and comp.is_entry and inst is not None and inst.opcode == "parameter"
 
 
 def _residency_kind(comp: Computation, root: str, readers: set[str], gen: TpuGeneration) -> str:
@@ -283,6 +371,7 @@ def _call_sites(module: Module) -> dict[str, list[tuple[Computation, Instruction
 
 _USERS: dict[int, tuple[Computation, dict[str, list[Instruction]]]] = {}
 _CALLERS: dict[int, tuple[Module, dict[str, list[tuple[Computation, Instruction]]]]] = {}
+_ORDER: dict[int, tuple[Module, dict[tuple[str, str], list[tuple[str, str]]]]] = {}
 
 
 def _keeps_single_use_windows(inst: Instruction) -> bool:

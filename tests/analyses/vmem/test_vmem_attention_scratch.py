@@ -65,3 +65,14 @@ def test_head_dim_64_parameters_are_relaid_out_into_vmem_on_v5e():
     # S(1) and the compiler's figure 503808 bytes held no input window.
     est = _fixture_kernels("real", "v5e__pallas__flash_fwd_nc_d64_q128_km1024_k128", "v5e")["_flash_attention_kernel"]
     assert [b.index for b in est.blocks if b.role == "input" and not b.counted] == [0, 1, 2]
+
+
+def test_inputs_read_again_in_another_computation_are_prefetched_for_the_later_kernel():
+    # Fused splash backward on v5e: q, k, v are read by the forward kernel (first, in one called computation)
+    # and by the dkv kernel (in another). after_optimizations: S(1) for the dkv kernel, windows for the
+    # forward kernel.
+    kernels = _fixture_kernels("real3", "v5e__pallas__splash_bwd_fused_f32_q256_kv512_c256", "v5e")
+    dkv = kernels["splash_mha_dkv_no_residuals"]
+    fwd = kernels["splash_mha_fwd_residuals"]
+    assert {0, 1, 2} <= {b.index for b in dkv.blocks if b.role == "input" and not b.counted}
+    assert not {0, 1, 2} & {b.index for b in fwd.blocks if b.role == "input" and not b.counted}
