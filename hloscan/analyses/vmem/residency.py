@@ -280,7 +280,7 @@ def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, 
     Evidence (after_optimizations.txt of the flash/splash backward cases): every such result was S(1) on
     v5e and v6e (flash: all 3; splash: the 2 read back, not the 3 unread ones); none on v4 and v5p (v5p
     wrote them to HBM and prefetched copies for the backward kernels); on v7x 2 of 3 (flash) and 2 of 5
-    (splash), not modelled (`TpuGeneration.msa_results_in_vmem`). Paged attention's output, read by an
+    (splash), predicted there within its 16 MiB budget (`TpuGeneration.msa_results_in_vmem`). Paged attention's output, read by an
     elementwise op and returned, was S(1) too on v5e/v6e/v7x; it is not predicted (no kernel reads it),
     and a synthetic matmul fixture of that pattern (HLO201) is not oracle-checked. They come after the kernels' resident
     inputs (`used` bytes, counted over the whole module), largest first, within the same budget.

@@ -105,7 +105,12 @@ def test_results_share_the_budget_left_by_resident_inputs():
 def test_generations_writing_results_to_hbm_keep_the_windows():
     assert _predict_results("v5p") == {}
     assert _predict_results("v4") == {}
-    assert _predict_results("v7x") == {}
+
+
+def test_v7x_writes_results_to_vmem_within_its_smaller_budget():
+    # 16 MiB: room for the 8 MiB result after 8 MiB of inputs, none after 12 MiB.
+    assert _predict_results("v7x", used=8 * 1024 * 1024) == {("fwd", "f"): frozenset({1})}
+    assert _predict_results("v7x", used=12 * 1024 * 1024) == {}
 
 
 def test_forward_result_read_by_backward_kernel_has_no_output_window():
