@@ -102,14 +102,15 @@ def test_capacity_finding_quotes_the_xla_message(verdicts) -> None:
 # figure, and the worst under-estimate allowed. Today's figures with a little room: a drop fails the test.
 # flash/splash: which operands memory-space assignment keeps whole in VMEM (S(1)) is predicted
 # (analyses/vmem/residency.py) and the score-matrix scratch is an empirical fit (scores_scratch.py). The
-# worst splash case is v5p's backward pass (-20.4%): MSA kept only 2 of its shared 4 MiB arrays in VMEM,
-# where the same chip kept 4 of flash backward's 8 MiB ones; the predictor takes flash's budget.
+# worst splash case is v5p's backward pass (-22.7%): MSA kept only 2 of its shared 4 MiB arrays in VMEM,
+# where the same chip kept 4 of flash backward's 8 MiB ones; the predictor takes flash's budget (-20.4%
+# before the backward score allowance was refitted from 1.4 to 1.2 on 67 kernels, which held-out sets favour).
 FAMILY_FLOORS = {
     "paged": (0.70, -0.15),
     "gmm": (0.55, -0.10),
     "matmul": (1.00, -0.05),
     "flash": (0.50, -0.15),
-    "splash": (0.15, -0.22),
+    "splash": (0.15, -0.25),
     "rpa": (0.00, -0.50),
 }
 
