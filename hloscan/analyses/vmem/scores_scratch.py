@@ -15,7 +15,7 @@ number of exps of that shape, i.e. key blocks unrolled in one grid step):
   flash kernel with 1024 x 1024 blocks, whose capacity error names the scratch: "register allocator spill
   slots" 9.36M for two 4 MiB score matrices (so 1.15 on v4); blocks of exactly the
   register file (256 x 256 f32) only 0.33-0.65 E, and 128 x 128 ones 0-0.7 E.
-- backward kernels (dq, dkv: more score-shaped matmuls than exps, for dP = dO @ v.T and dS) did NOT grow
+- backward kernels (dq, dkv: more than two matmuls per score-shaped exp, for dP = dO @ v.T and dS) did NOT grow
   with the unrolled key blocks: 0.8-3.5 E in all, e.g. 2048 x 512 blocks with 4 unrolled steps 0.79-1.72 E
   on v6e/v7x. Over the 67 dq/dkv kernels of the shared corpus and fixtures/oracle_new (real, real2_attention,
   real3): median 1.08 E, quartiles 0.79 and 1.56 E (flash dq/dkv 1.2, splash dkv 0.94, splash dq 1.68);
@@ -60,17 +60,27 @@ def attention_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[
         return None
     size = _f32_bytes(score)
     steps = sum(1 for s in exps if s == score)
-    matmuls = sum(1 for name, shape, _ in kernel.vector_values if name.endswith("matmul") and shape == score)
+    if score[-1] == LANES:
+        # Each key block also rescales its running statistics with exp(m_prev - m_new), kept (block_q, 128)
+        # wide: with 128-wide key blocks those exps have the score's shape too.
+        steps = max(1, steps // 2)
+    matmuls = sum(1 for name, _, _ in kernel.vector_values if name.endswith("matmul"))
     dims = "x".join(map(str, score))
-    if size < VREG_FILE_BYTES:
-        return None  # 128 x 128 blocks: 0-230 KiB measured, no consistent allowance
-    if matmuls > steps:
+    # Forward kernels do two matmuls (scores, values) per score-shaped exp(); backward kernels three to five
+    # (s, dP, then dQ or dK and dV) per exp(). Counting matmuls by the score's shape instead confused the
+    # two when block_k or the head dim equals the 128-lane width.
+    backward = matmuls > 2 * sum(1 for s in exps if s == score)
+    if size < VREG_FILE_BYTES and (backward or steps <= 1):
+        return None  # one small score block, or a backward kernel's: 0-230 KiB measured, no consistent allowance
+    if backward:
         total = int(_BACKWARD_FACTOR * size)
-        what = f"{_BACKWARD_FACTOR} x one {dims} f32 score matrix (backward kernel: {matmuls} score matmuls)"
+        what = f"{_BACKWARD_FACTOR} x one {dims} f32 score matrix (backward kernel: {matmuls} matmuls)"
     else:
         # A register-file-sized matrix spills in part when it is the only one (0.33-0.65 E), and whole when
         # key blocks are unrolled: 2 and 4 steps of 256 x 256 f32 measured 2.0-2.4 E and 4.3 E in flash
-        # forward kernels on v4..v7x (splash: 1.3-2.6 E on v5e/v5p, 1.7-4.6 E on v6e/v7x).
+        # forward kernels on v4..v7x (splash: 1.3-2.6 E on v5e/v5p, 1.7-4.6 E on v6e/v7x). Unrolled
+        # smaller blocks spill as well: 256 x 128 f32, 2 steps 1.5-3.6 E, 4 steps 6 E; 128 x 128, 4-8 steps
+        # 4.4-4.7 E (2 steps: 0-2.9 E).
         factor = _FORWARD_FACTOR.get(gen.name, 1.0) if size > VREG_FILE_BYTES or steps > 1 else _SMALL_FACTOR
         total = int(factor * steps * size)
         what = f"{factor} x {steps} f32 score matrices of {dims}"

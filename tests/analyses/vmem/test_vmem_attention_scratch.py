@@ -76,3 +76,12 @@ def test_inputs_read_again_in_another_computation_are_prefetched_for_the_later_k
     fwd = kernels["splash_mha_fwd_residuals"]
     assert {0, 1, 2} <= {b.index for b in dkv.blocks if b.role == "input" and not b.counted}
     assert not {0, 1, 2} & {b.index for b in fwd.blocks if b.role == "input" and not b.counted}
+
+
+def test_forward_kernel_with_128_wide_key_blocks_is_not_taken_for_a_backward_one():
+    # v7x flash forward, 256 x 128 f32 score blocks, two key blocks unrolled, head dim 128: its score and
+    # value matmuls and its rescaling exps all have the score's shape. Forward allowance 1.0 x 2 x 128 KiB
+    # (the compiler's figure left 463 KiB beyond the windows; the backward rule gave nothing).
+    est = _fixture_kernels("real4", "v7x__pallas__flash_fwd_f32_q256_km256_k128", "v7x")["_flash_attention_kernel"]
+    assert est.internal_bytes == 2 * 128 * 1024
+    assert any("1.0 x 2 f32 score matrices of 256x128" in n for n in est.notes)
