@@ -91,13 +91,7 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
     calls = list(calls)
     if any(_has_vmem_layout(comp, inst) for inst in calls):
         return {}  # a post-optimisation dump: the layouts already say where MSA put things
-    readers: dict[str, set[str]] = {}
-    keeps = {inst.name for inst in calls if _keeps_single_use_windows(inst)}
-    for inst in calls:
-        for op in inst.operands:
-            root = _root(comp, op.name)
-            if root is not None:
-                readers.setdefault(root, set()).add(inst.name)
+    readers = _local_readers(comp, calls)
     first_readers: dict[str, str] = {}
     if module is not None:
         readers, first_readers = _module_readers(module, comp, readers)
@@ -105,6 +99,30 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
         # relaid out on the device (v5e/v6e) is produced in VMEM whoever reads it first.
         first_readers = {root: kernel for root, kernel in first_readers.items() if not gen.msa_single_use_budget
                          and not (gen.msa_results_in_vmem and _produced_on_device(comp, root))}
+    keeps = {inst.name for inst in calls if _keeps_single_use_windows(inst)}
+    placed = _place_within_budgets(comp, _operand_sizes(comp, calls), readers, keeps, gen)
+    out = {}
+    for inst in calls:
+        positions = frozenset(pos for pos, op in enumerate(inst.operands)
+                              if (root := _root(comp, op.name)) in placed and first_readers.get(root) != inst.name)
+        if positions:
+            out[inst.name] = positions
+    return out
+
+
+def _local_readers(comp: Computation, calls: list[Instruction]) -> dict[str, set[str]]:
+    """The kernels of `comp` reading each value (through relabelling ops: `_root`)."""
+    readers: dict[str, set[str]] = {}
+    for inst in calls:
+        for op in inst.operands:
+            root = _root(comp, op.name)
+            if root is not None:
+                readers.setdefault(root, set()).add(inst.name)
+    return readers
+
+
+def _operand_sizes(comp: Computation, calls: list[Instruction]) -> dict[str, int]:
+    """Bytes of each array value the kernels of `comp` read, in its default TPU layout."""
     sizes: dict[str, int] = {}
     for inst in calls:
         for pos, op in enumerate(inst.operands):
@@ -112,6 +130,13 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
             shape = comp.operand_shape(inst, pos)
             if root is not None and shape is not None and shape.is_array and shape.dims:
                 sizes.setdefault(root, _array_bytes(shape))
+    return sizes
+
+
+def _place_within_budgets(comp: Computation, sizes: dict[str, int], readers: dict[str, set[str]],
+                          keeps: set[str], gen: TpuGeneration) -> set[str]:
+    """Shared values first, then values computed on the device, then single-use ones, each while the
+    running total fits the generation's budget for its kind."""
     placed: set[str] = set()
     used = 0
     for kind in ("shared", "produced", "single"):
@@ -124,13 +149,7 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
                 continue
             placed.add(root)
             used += size
-    out = {}
-    for inst in calls:
-        positions = frozenset(pos for pos, op in enumerate(inst.operands)
-                              if _root(comp, op.name) in placed and first_readers.get(_root(comp, op.name)) != inst.name)
-        if positions:
-            out[inst.name] = positions
-    return out
+    return placed
 
 
 def _module_readers(module: Module, comp: Computation, local: dict[str, set[str]],
