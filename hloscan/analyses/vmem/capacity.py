@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hloscan.analyses.vmem.estimate import KernelEstimate, dtype_bits, padded_bytes, vmem_sublane_tile
+from hloscan.analyses.vmem.estimate import KernelEstimate
+from hloscan.analyses.vmem.tiling import dtype_bits, padded_bytes, vmem_sublane_tile
 
 # The figure XLA prints for Y ("of 63.94M vmem" on v5p, "of 64.00M" on v7x, "of 128.00M" on v5e, "of 16.00M" v4).
 _MESSAGE = "Ran out of memory in memory space vmem. Used {used} of {capacity} vmem"

@@ -50,6 +50,7 @@ from typing import Any
 
 from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
+from hloscan.analyses.vmem.tiling import VREG_FILE_BYTES, dtype_bits, padded_bytes, vmem_sublane_tile
 
 _RUNTIME_LOOPS = ("scf.for", "scf.while")
 _SUBLANES = 8
@@ -93,13 +94,12 @@ _NARROW_MXU_MIN_K = 512
 _NARROW_MXU_LHS_FRACTION = 0.5
 
 
-def narrow_mxu_matmul_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration,
-                              bits_of) -> tuple[int, str] | None:
+def narrow_mxu_matmul_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration) -> tuple[int, str] | None:
     """Rule 2: a 16-bit dot with a 512-deep contraction block on a 128-wide MXU (lower bound)."""
     if gen.mxu_width > 128 or not _uses(kernel, "tpu.matmul") or len(inputs) < 2:
         return None
     lhs = inputs[0]
-    if any(bits_of(b.dtype) != 16 for b in inputs[:2]) or len(lhs.block_shape) < 2:
+    if any(dtype_bits(b.dtype) != 16 for b in inputs[:2]) or len(lhs.block_shape) < 2:
         return None
     if lhs.block_shape[-1] != _NARROW_MXU_MIN_K:
         return None
@@ -109,8 +109,7 @@ def narrow_mxu_matmul_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuG
 
 
 # --------------------------------------------------------------------------------------- rule 3
-def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration, padded,
-                        register_file: int) -> tuple[int, str] | None:
+def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[int, str] | None:
     """Rule 3: f32 exp() values computed inside a runtime loop, times the generation's factors (values
     within the vector register file, and larger ones)."""
     if not has_runtime_loop(kernel) or not _uses(kernel, "tpu.matmul"):
@@ -119,9 +118,9 @@ def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration, padded,
             if name.endswith("math.exp") and len(shape) >= 2 and dtype == "f32" and shape[-2] > _SUBLANES]
     if not exps:
         return None
-    sizes = [padded(s) for s in exps]
-    small = sum(n for n in sizes if n <= register_file)
-    large = sum(n for n in sizes if n > register_file)
+    sizes = [padded_bytes(s, 32, vmem_sublane_tile(32, s[-2]), compact_columns=False) for s in exps]
+    small = sum(n for n in sizes if n <= VREG_FILE_BYTES)
+    large = sum(n for n in sizes if n > VREG_FILE_BYTES)
     dims = "x".join(map(str, max(exps, key=math.prod)))
     return (int(small * gen.loop_scores_factor + large * gen.loop_spilled_scores_factor),
             f"allowance for {len(exps)} f32 attention score/rescale values (largest {dims}) computed in a "
@@ -133,8 +132,7 @@ def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration, padded,
 _SMALL_M_DOT_SCRATCH_32BIT = 36 * 1024
 
 
-def small_m_dot_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration,
-                        bits_of) -> tuple[int, str] | None:
+def small_m_dot_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration) -> tuple[int, str] | None:
     """Rule 4: a dot of at most one sublane tile of rows on a 128-wide MXU (constant, empirical)."""
     if gen.mxu_width > 128 or not inputs:
         return None
@@ -142,7 +140,7 @@ def small_m_dot_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGenerat
             if name.endswith("tpu.matmul") and len(shape) >= 2]
     if not rows or min(rows) > _SUBLANES:
         return None
-    bits = max(8, min(bits_of(b.dtype) for b in inputs))
+    bits = max(8, min(dtype_bits(b.dtype) for b in inputs))
     size = _SMALL_M_DOT_SCRATCH_32BIT * 32 // bits
     return size, (f"allowance for internal scratch of a dot with {min(rows)} rows on a {gen.mxu_width}-wide "
                   "MXU (empirical constant)")

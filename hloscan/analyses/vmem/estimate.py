@@ -8,14 +8,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from hloscan.hlo.attrs import unquote
-from hloscan.hlo.ir import ELEMENT_BITS, Shape
+from hloscan.hlo.ir import Shape
 from hloscan.analyses.tpu import GENERATIONS, KIB, MIB, TpuGeneration, generation
 from hloscan.analyses.vmem import compiler_scratch
 from hloscan.analyses.vmem.mosaic import read_kernel
 from hloscan.analyses.vmem.scores_scratch import attention_scores_scratch
 from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, type_text
+from hloscan.analyses.vmem.tiling import (LANES, VREG_FILE_BYTES, dtype_bits, hbm_sublane_tile, padded_bytes,
+                                          raw_bytes, round_up, vmem_sublane_tile)
 
-LANES = 128
 DEFAULT_MARGIN = 0.10
 
 
@@ -147,74 +148,6 @@ _MEMREF_TO_HLO = {
     "f8E4M3FN": "f8e4m3fn", "f8E5M2": "f8e5m2", "f8E4M3B11FNUZ": "f8e4m3b11fnuz", "f8E4M3": "f8e4m3",
     "f8E5M2FNUZ": "f8e5m2fnuz", "f8E4M3FNUZ": "f8e4m3fnuz", "f8E3M4": "f8e3m4", "f4E2M1FN": "f4e2m1fn",
 }
-
-
-def dtype_bits(dtype: str) -> int:
-    """Storage bits of an HLO element type; sub-byte types are packed (s4 -> 4)."""
-    return ELEMENT_BITS.get(dtype, 32) or 32
-
-
-def _packing(bits: int) -> int:
-    return max(1, 32 // max(bits, 1))
-
-
-def vmem_sublane_tile(bits: int, rows: int) -> int:
-    """Second-minor tile Mosaic gives a VMEM block (jax infer_tiling / Mosaic getTilingFactor).
-
-    Tall blocks use the "large" tile 8 × packing (8/16/32/64 rows for 32/16/8/4-bit types); short
-    blocks start at one packed row group and double until they cover min(rows, 8).
-    """
-    packing = _packing(bits)
-    large = 8 * packing
-    if rows >= large:
-        return large
-    tile = packing
-    while tile < min(rows, 8):
-        tile *= 2
-    return tile
-
-
-def hbm_sublane_tile(bits: int, rows: int) -> int:
-    """Second-minor tile of XLA:TPU's default HBM layout, which Mosaic's E2002 check uses.
-
-    8/4-bit arrays take the large tile (32/64) when the second-minor dim is a multiple of it (the oracle:
-    s8[1600,300] and s8[2048,2048] are T(32,128), s8[1000,40] and s8[40,129] are T(8,128)).
-    """
-    packing = _packing(bits)
-    if packing >= 4 and rows % (8 * packing) == 0:
-        return 8 * packing
-    if rows <= 2 and packing <= 2:
-        return 2
-    if rows <= 4 and packing <= 4:
-        return 4
-    return 8
-
-
-def padded_bytes(shape: Sequence[int], bits: int, sublane_tile: int, compact_columns: bool = True) -> int:
-    """Bytes of a VMEM buffer: last dim padded to 128 lanes, second-minor to the sublane tile.
-
-    With `compact_columns` a (rows, 1) block (e.g. a row-reduction output) is not padded to 128 lanes:
-    the oracle measured a few KiB for (1024, 1) f32 on v5e/v6e where (8, 128) tiling predicts 512 KiB,
-    so it is sized as a lane-dense vector of rows, rounded to whole (8, 128) tiles. On v4/v5p/v7x the
-    oracle measured exactly the (8, 128)-tiled size (`TpuGeneration.compact_columns` False).
-    """
-    dims = list(shape) or [1]
-    if compact_columns and len(dims) >= 2 and dims[-1] == 1:
-        dims = [math.prod(dims[:-1])]
-    if len(dims) == 1:
-        elements = _round_up(dims[0], LANES * 8 if dims[0] > LANES else LANES * _packing(bits))
-    else:
-        lead = math.prod(dims[:-2])
-        elements = lead * _round_up(dims[-2], sublane_tile) * _round_up(dims[-1], LANES)
-    return math.ceil(elements * bits / 8)
-
-
-def _round_up(value: int, multiple: int) -> int:
-    return -(-value // multiple) * multiple
-
-
-def raw_bytes(shape: Sequence[int], bits: int) -> int:
-    return math.ceil(math.prod(shape) * bits / 8)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -394,16 +327,14 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
         return call["internal_scratch_in_bytes"], "internal_scratch_in_bytes"
     inputs = [b for b in blocks if b.role == "input" and b.counted]
     outputs = [b for b in blocks if b.role == "output" and b.counted]
-    loop_scores = compiler_scratch.loop_scores_scratch(
-        kernel, gen, lambda s: padded_bytes(s, 32, vmem_sublane_tile(32, s[-2]), compact_columns=False),
-        VREG_FILE_BYTES)
+    loop_scores = compiler_scratch.loop_scores_scratch(kernel, gen)
     if loop_scores is not None:
         return loop_scores
     found = None
     # The block rules need windowed inputs and outputs; the score matrices do not (their inputs may be
     # DMA'd by the kernel or already in VMEM, S(1)).
-    narrow_mxu = lambda k, i, o, b, g: compiler_scratch.narrow_mxu_matmul_scratch(k, i, g, dtype_bits)
-    small_m = lambda k, i, o, b, g: compiler_scratch.small_m_dot_scratch(k, i, g, dtype_bits)
+    narrow_mxu = lambda k, i, o, b, g: compiler_scratch.narrow_mxu_matmul_scratch(k, i, g)
+    small_m = lambda k, i, o, b, g: compiler_scratch.small_m_dot_scratch(k, i, g)
     for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, narrow_mxu, small_m, _upcast_8bit_scratch):
         found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
         if found is not None:
@@ -449,10 +380,6 @@ def _ktiled_16bit_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[
         return None
     size = int(inputs[0].padded_bytes * _KTILED_SCRATCH_PER_LHS_BYTE)
     return size, f"allowance for compiler-internal scratch of a K-tiled 16-bit matmul (bk={k}, empirical)"
-
-
-# The vector register file: 64 vregs of (8, 128) 32-bit lanes. Larger values cannot stay in registers.
-VREG_FILE_BYTES = 64 * 8 * LANES * 4
 
 
 def _softmax_scores_scratch(kernel: MosaicKernel) -> tuple[int, str] | None:
@@ -536,7 +463,7 @@ def _verdict(estimate: int, limit: int, limit_source: str, gen: TpuGeneration, m
 
 
 def _fitting_limit(estimate: int, gen: TpuGeneration, margin: float) -> int | None:
-    wanted = _round_up(math.ceil(estimate * (1 + margin)), MIB)
+    wanted = round_up(math.ceil(estimate * (1 + margin)), MIB)
     return wanted if wanted <= gen.physical else None
 
 

@@ -47,6 +47,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from hloscan.analyses.tpu import TpuGeneration
+from hloscan.analyses.vmem.tiling import hbm_array_bytes
 from hloscan.hlo.ir import ELEMENT_BITS, Computation, Instruction, Layout, Module, Shape
 
 # Ops that only re-label an array: a kernel reading `bitcast(x)` reads x.
@@ -69,19 +70,8 @@ def _root(comp: Computation, name: str | None, depth: int = 0) -> str | None:
 
 
 def _array_bytes(shape: Shape) -> int:
-    """Bytes of the whole array in its default TPU layout: minor dim padded to 128 lanes, second-minor to
-    the HBM sublane tile (bf16[512,32,4,128] is T(4,128): 16 MiB, not 32)."""
-    from hloscan.analyses.vmem.estimate import hbm_sublane_tile  # estimate imports this module's users
-
-    dims = list(shape.dims) or [1]
-    bits = ELEMENT_BITS.get(shape.element_type, 32) or 32
-    rows = dims[-2] if len(dims) >= 2 else 1
-    lead = 1
-    for d in dims[:-2]:
-        lead *= d
-    tile = hbm_sublane_tile(bits, rows)
-    elements = lead * (-(-rows // tile) * tile) * (-(-dims[-1] // 128) * 128)
-    return elements * bits // 8
+    """Bytes of the whole array in its default TPU (HBM) layout."""
+    return hbm_array_bytes(shape.dims, ELEMENT_BITS.get(shape.element_type, 32) or 32)
 
 
 def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], gen: TpuGeneration,

@@ -31,13 +31,9 @@ measurement; `estimate` reports it as such.
 
 from __future__ import annotations
 
-import math
-
 from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
-
-LANES = 128
-VREG_FILE_BYTES = 64 * 8 * LANES * 4
+from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, padded_bytes
 
 # Per-generation factor on the forward kernels' score matrices (medians of the fits above).
 _FORWARD_FACTOR = {"v4": 1.15, "v5e": 1.1, "v5p": 1.05, "v6e": 0.85, "v7x": 1.0}
@@ -46,8 +42,8 @@ _BACKWARD_FACTOR = 1.2  # x one score matrix, however many key blocks are unroll
 
 
 def _f32_bytes(shape: tuple[int, ...]) -> int:
-    rows, cols = shape[-2], shape[-1]
-    return math.prod(shape[:-2]) * (-(-rows // 8) * 8) * (-(-cols // LANES) * LANES) * 4
+    """An f32 value held in whole (8, 128) vregs."""
+    return padded_bytes(shape, 32, 8, compact_columns=False)
 
 
 def attention_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[int, str] | None:
