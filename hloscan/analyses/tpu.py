@@ -51,6 +51,9 @@ class TpuGeneration:
     # 0.5-0.8 / 1.06 (rounded fits below).
     loop_scores_factor: float = 1.2
     loop_spilled_scores_factor: float = 1.2
+    # Internal scratch per byte of an attention forward kernel's f32 score matrices, per unrolled key block
+    # (vmem.scores_scratch: medians of the fits, 1.15 on v4 down to 0.85 on v6e).
+    scores_forward_factor: float = 1.0
     # VMEM that memory-space assignment fills with whole Pallas operands (layout S(1), no window), for
     # values read by several kernels / by one kernel only.
     # Observed in the oracle's post-optimisation dumps (analyses/vmem/residency.py has the evidence).
@@ -69,18 +72,18 @@ class TpuGeneration:
 GENERATIONS: dict[str, TpuGeneration] = {
     "v4": TpuGeneration("v4", 16 * MIB, 16 * MIB, 16 * MIB, 1, False, compact_columns=False,
                         upcast_8bit_scratch=True, tuple_table_granule=512, hbm_capacity=int(15.25 * GIB),
-                        vmem_for_temporaries=16 * MIB),
+                        vmem_for_temporaries=16 * MIB, scores_forward_factor=1.15),
     # v5e: "Used 176.82M of 128.00M vmem" (tpu-oracle/real)
     "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB, 128 * MIB, 1, True, tuple_table_granule=512,
                          hbm_capacity=int(15.75 * GIB), vmem_for_temporaries=112 * MIB,
-                         msa_operand_budget=96 * MIB, msa_results_in_vmem=True),
+                         msa_operand_budget=96 * MIB, msa_results_in_vmem=True, scores_forward_factor=1.1),
     "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False,
                          hbm_capacity=int(95.74 * GIB), vmem_for_temporaries=64 * MIB,
-                         msa_operand_budget=32 * MIB),
+                         msa_operand_budget=32 * MIB, scores_forward_factor=1.05),
     "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True,
                          hbm_capacity=int(31.25 * GIB), vmem_for_temporaries=112 * MIB, mxu_width=256,
                          loop_scores_factor=0.8, loop_spilled_scores_factor=1.1, msa_operand_budget=96 * MIB,
-                         msa_results_in_vmem=True),
+                         msa_results_in_vmem=True, scores_forward_factor=0.85),
     "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False,
                          hbm_capacity=int(94.75 * GIB), vmem_for_temporaries=64 * MIB, mxu_width=256,
                          loop_scores_factor=0.55, loop_spilled_scores_factor=1.05,

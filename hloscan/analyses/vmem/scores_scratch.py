@@ -10,7 +10,7 @@ dump (which knows the operands memory-space assignment put in VMEM), for every f
 kernel of shared/corpus/tpu-oracle/real and fixtures/oracle_new/real (E = block_q x block_k x 4 bytes, n =
 number of exps of that shape, i.e. key blocks unrolled in one grid step):
 
-- forward kernels (one score matmul per exp): n x E x f, f ~ 1.1 on v5e (1.07-1.14), 1.05 on v5p
+- forward kernels (one score matmul per exp): n x E x f (`TpuGeneration.scores_forward_factor`), f ~ 1.1 on v5e (1.07-1.14), 1.05 on v5p
   (0.99-1.12), 0.85 on v6e (0.65-1.01), 1.0 on v7x (0.80-1.26), v4 0.44-0.99 and 1.17 for a
   flash kernel with 1024 x 1024 blocks, whose capacity error names the scratch: "register allocator spill
   slots" 9.36M for two 4 MiB score matrices (so 1.15 on v4); blocks of exactly the
@@ -22,8 +22,9 @@ number of exps of that shape, i.e. key blocks unrolled in one grid step):
   the allowance takes 1.2 E (1.4 E, fitted on the first 30, over-estimated splash).
 
 Kernels that DMA some of their inputs themselves (ragged/paged attention: K/V pages in HBM) were not part
-of this fit and keep `estimate._softmax_scores_scratch` (the register-file rule). Score blocks smaller
-than the register file get no allowance (128 x 128: 0-230 KiB measured, no consistent pattern).
+of this fit and keep `estimate._softmax_scores_scratch` (the register-file rule). A single score block
+smaller than the register file, and any backward kernel's, get no allowance (128 x 128: 0-230 KiB measured,
+no consistent pattern); unrolled small forward blocks do (see `attention_scores_scratch`).
 
 The figure is an allowance fitted to those kernels (within about +-25% of the internal part), not a
 measurement; `estimate` reports it as such.
@@ -35,8 +36,6 @@ from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
 from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, padded_bytes
 
-# Per-generation factor on the forward kernels' score matrices (medians of the fits above).
-_FORWARD_FACTOR = {"v4": 1.15, "v5e": 1.1, "v5p": 1.05, "v6e": 0.85, "v7x": 1.0}
 _SMALL_FACTOR = 0.5  # score matrices no larger than the register file
 _BACKWARD_FACTOR = 1.2  # x one score matrix, however many key blocks are unrolled
 
@@ -55,17 +54,16 @@ def attention_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[
     if score[-1] < LANES or score[-2] < 8:
         return None
     size = _f32_bytes(score)
-    steps = sum(1 for s in exps if s == score)
-    if score[-1] == LANES:
-        # Each key block also rescales its running statistics with exp(m_prev - m_new), kept (block_q, 128)
-        # wide: with 128-wide key blocks those exps have the score's shape too.
-        steps = max(1, steps // 2)
+    score_exps = sum(1 for s in exps if s == score)
+    # Each key block also rescales its running statistics with exp(m_prev - m_new), kept (block_q, 128)
+    # wide: with 128-wide key blocks those exps have the score's shape too.
+    steps = max(1, score_exps // 2) if score[-1] == LANES else score_exps
     matmuls = sum(1 for name, _, _ in kernel.vector_values if name.endswith("matmul"))
     dims = "x".join(map(str, score))
     # Forward kernels do two matmuls (scores, values) per score-shaped exp(); backward kernels three to five
     # (s, dP, then dQ or dK and dV) per exp(). Counting matmuls by the score's shape instead confused the
     # two when block_k or the head dim equals the 128-lane width.
-    backward = matmuls > 2 * sum(1 for s in exps if s == score)
+    backward = matmuls > 2 * score_exps
     if size < VREG_FILE_BYTES and (backward or steps <= 1):
         return None  # one small score block, or a backward kernel's: 0-230 KiB measured, no consistent allowance
     if backward:
@@ -77,7 +75,7 @@ def attention_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[
         # forward kernels on v4..v7x (splash: 1.3-2.6 E on v5e/v5p, 1.7-4.6 E on v6e/v7x). Unrolled
         # smaller blocks spill as well: 256 x 128 f32, 2 steps 1.5-3.6 E, 4 steps 6 E; 128 x 128, 4-8 steps
         # 4.4-4.7 E (2 steps: 0-2.9 E).
-        factor = _FORWARD_FACTOR.get(gen.name, 1.0) if size > VREG_FILE_BYTES or steps > 1 else _SMALL_FACTOR
+        factor = gen.scores_forward_factor if size > VREG_FILE_BYTES or steps > 1 else _SMALL_FACTOR
         total = int(factor * steps * size)
         what = f"{factor} x {steps} f32 score matrices of {dims}"
     return total, f"allowance for compiler-internal attention scratch, {what} (empirical fit)"
