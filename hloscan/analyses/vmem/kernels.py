@@ -8,8 +8,8 @@ from typing import Any, Iterator
 
 from hloscan.analyses.tpu import DEFAULT_TPU, MIB, generation
 from hloscan.analyses.vmem.estimate import DEFAULT_MARGIN, BlockEstimate, KernelEstimate, estimate_kernel
-from hloscan.analyses.vmem.residency import (in_vmem, predict_resident_operands, predict_resident_results,
-                                             resident_bytes)
+from hloscan.analyses.vmem.residency import (has_vmem_layout, in_vmem, predict_resident_operands,
+                                             predict_resident_results, resident_bytes)
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 
 
@@ -42,7 +42,7 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
         found = predict_resident_operands(comp, comp_calls, gen, module)
         used += resident_bytes(comp, comp_calls, found)
         resident.update({(comp.name, name): pos for name, pos in found.items()})
-    if not any(_has_vmem_layout(comp, inst) for comp, inst in calls):  # post-optimisation dumps say it already
+    if not any(has_vmem_layout(comp, inst, results=True) for comp, inst in calls):  # post-optimisation dumps say it already
         for key, pos in predict_resident_results(module, calls, gen, used).items():
             resident[key] = resident.get(key, frozenset()) | pos
     for comp, inst in calls:
@@ -69,13 +69,6 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
             est = replace(est, notes=est.notes + (note,))
         out.append(Kernel(comp, inst, est, tpu is None))
     return out
-
-
-def _has_vmem_layout(comp: Computation, inst: Instruction) -> bool:
-    """An operand or result already laid out in VMEM (S(1)): the dump is post-optimisation."""
-    shapes = [comp.operand_shape(inst, pos) for pos in range(len(inst.operands))]
-    shapes += [leaf for _, leaf in inst.shape.leaves()] if inst.shape.is_tuple else [inst.shape]
-    return any(s is not None and s.is_array and s.memory_space == 1 for s in shapes)
 
 
 def _with_resident_results(inst: Instruction, positions: frozenset[int]) -> Shape | list[Shape]:

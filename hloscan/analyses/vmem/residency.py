@@ -43,10 +43,14 @@ this is an estimate and the finding says so.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from hloscan.analyses.tpu import TpuGeneration
+from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
+from hloscan.analyses.vmem.mosaic import read_kernel
+from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError
 from hloscan.analyses.vmem.tiling import hbm_array_bytes
 from hloscan.hlo.ir import ELEMENT_BITS, Computation, Instruction, Layout, Module, Shape
 
@@ -79,7 +83,7 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
     """For each kernel (instruction name) of `comp`, the operand positions predicted to be `S(1)`.
     With `module`, a value passed down through `call`s is one value wherever a kernel reads it."""
     calls = list(calls)
-    if any(_has_vmem_layout(comp, inst) for inst in calls):
+    if any(has_vmem_layout(comp, inst) for inst in calls):
         return {}  # a post-optimisation dump: the layouts already say where MSA put things
     readers = _local_readers(comp, calls)
     first_readers: dict[str, str] = {}
@@ -172,33 +176,32 @@ _FIRST = ("", "")  # _kernel_order's key for the program's first kernel
 
 
 def _kernel_order(module: Module) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """For each value origin (`_origin`), the (computation, kernel) pairs that read it, in program order."""
-    cached = _ORDER.get(id(module))
-    if cached is not None and cached[0] is module:
-        return cached[1]
-    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    seen: set[str] = set()
+    """For each value origin (`_origin`), the (computation, kernel) pairs that read it, in program order;
+    under `_FIRST`, the program's first kernel."""
+    def build(module: Module) -> dict[tuple[str, str], list[tuple[str, str]]]:
+        out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        seen: set[str] = set()
 
-    def visit(comp: Computation, depth: int) -> None:
-        if comp.name in seen or depth > 16:
-            return
-        seen.add(comp.name)
-        for inst in comp.instructions:
-            if inst.opcode == "call":
-                callee = module.computations_by_name.get((inst.attr("to_apply") or "").lstrip("%"))
-                if callee is not None:
-                    visit(callee, depth + 1)
-            elif inst.custom_call_target == "tpu_custom_call":
-                out.setdefault(_FIRST, [(comp.name, inst.name)])
-                for op in inst.operands:
-                    root = _root(comp, op.name)
-                    kernels = out.setdefault(_origin(module, comp, root), []) if root is not None else None
-                    if kernels is not None and (comp.name, inst.name) not in kernels:
-                        kernels.append((comp.name, inst.name))
+        def visit(comp: Computation, depth: int) -> None:
+            if comp.name in seen or depth > 16:
+                return
+            seen.add(comp.name)
+            for inst in comp.instructions:
+                if inst.opcode == "call":
+                    callee = module.computations_by_name.get((inst.attr("to_apply") or "").lstrip("%"))
+                    if callee is not None:
+                        visit(callee, depth + 1)
+                elif inst.custom_call_target == "tpu_custom_call":
+                    out.setdefault(_FIRST, [(comp.name, inst.name)])
+                    for op in inst.operands:
+                        root = _root(comp, op.name)
+                        kernels = out.setdefault(_origin(module, comp, root), []) if root is not None else None
+                        if kernels is not None and (comp.name, inst.name) not in kernels:
+                            kernels.append((comp.name, inst.name))
 
-    visit(module.entry, 0)
-    _ORDER[id(module)] = (module, out)
-    return out
+        visit(module.entry, 0)
+        return out
+    return _memo(_ORDER, module, build)
 
 
 def _origin(module: Module, comp: Computation, root: str, depth: int = 0) -> tuple[str, str]:
@@ -355,32 +358,41 @@ def _internal_result(module: Module, comp: Computation, inst: Instruction, leaf:
 
 
 def _users(comp: Computation) -> dict[str, list[Instruction]]:
-    cached = _USERS.get(id(comp))
-    if cached is not None and cached[0] is comp:
-        return cached[1]
-    users: dict[str, list[Instruction]] = {}
-    for inst in comp.instructions:
-        for op in inst.operands:
-            users.setdefault(op.name, []).append(inst)
-    _USERS[id(comp)] = (comp, users)
-    return users
+    """The instructions reading each value of `comp`."""
+    def build(comp: Computation) -> dict[str, list[Instruction]]:
+        users: dict[str, list[Instruction]] = {}
+        for inst in comp.instructions:
+            for op in inst.operands:
+                users.setdefault(op.name, []).append(inst)
+        return users
+    return _memo(_USERS, comp, build)
 
 
 def _call_sites(module: Module) -> dict[str, list[tuple[Computation, Instruction]]]:
-    cached = _CALLERS.get(id(module))
-    if cached is not None and cached[0] is module:
-        return cached[1]
-    sites: dict[str, list[tuple[Computation, Instruction]]] = {}
-    for c, inst in module.with_opcode("call"):
-        target = (inst.attr("to_apply") or "").lstrip("%")
-        sites.setdefault(target, []).append((c, inst))
-    _CALLERS[id(module)] = (module, sites)
-    return sites
+    """The `call` instructions of `module`, by callee name."""
+    def build(module: Module) -> dict[str, list[tuple[Computation, Instruction]]]:
+        sites: dict[str, list[tuple[Computation, Instruction]]] = {}
+        for c, inst in module.with_opcode("call"):
+            sites.setdefault((inst.attr("to_apply") or "").lstrip("%"), []).append((c, inst))
+        return sites
+    return _memo(_CALLERS, module, build)
 
 
-_USERS: dict[int, tuple[Computation, dict[str, list[Instruction]]]] = {}
-_CALLERS: dict[int, tuple[Module, dict[str, list[tuple[Computation, Instruction]]]]] = {}
-_ORDER: dict[int, tuple[Module, dict[tuple[str, str], list[tuple[str, str]]]]] = {}
+def _memo(cache: dict[int, tuple[weakref.ref, Any]], owner: Any, build: Callable[[Any], Any]) -> Any:
+    """`build(owner)`, computed once per IR object and dropped when that object is freed: a cache keyed by
+    the object itself would keep every module a run has read alive."""
+    key = id(owner)
+    entry = cache.get(key)
+    if entry is not None and entry[0]() is owner:
+        return entry[1]
+    value = build(owner)
+    cache[key] = (weakref.ref(owner, lambda _ref: cache.pop(key, None)), value)
+    return value
+
+
+_USERS: dict[int, tuple[weakref.ref, Any]] = {}
+_CALLERS: dict[int, tuple[weakref.ref, Any]] = {}
+_ORDER: dict[int, tuple[weakref.ref, Any]] = {}
 
 
 def _keeps_single_use_windows(inst: Instruction) -> bool:
@@ -388,10 +400,6 @@ def _keeps_single_use_windows(inst: Instruction) -> bool:
     group axis; its 4 MiB lhs was not S(1) on v7x), and K-tiled matmuls accumulating into a VMEM scratch
     without a softmax (v7x matmul 512x1024, bk 1024: both 8 MiB operands S(1), yet the compiler's figure,
     11386880 bytes, still held their windows)."""
-    from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
-    from hloscan.analyses.vmem.mosaic import read_kernel
-    from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError
-
     try:
         body = kernel_body(parse_backend_config(inst.attr("backend_config")))
         kernel = read_kernel(body) if body is not None else None
@@ -406,12 +414,13 @@ def _keeps_single_use_windows(inst: Instruction) -> bool:
     return accumulates and not softmax
 
 
-def _has_vmem_layout(comp: Computation, inst: Instruction) -> bool:
-    for pos in range(len(inst.operands)):
-        shape = comp.operand_shape(inst, pos)
-        if shape is not None and shape.is_array and shape.memory_space == 1:
-            return True
-    return False
+def has_vmem_layout(comp: Computation, inst: Instruction, results: bool = False) -> bool:
+    """An operand (or, with `results`, a result) of `inst` already laid out in VMEM (S(1)): the dump is
+    post-optimisation, and its layouts say where memory-space assignment put things."""
+    shapes = [comp.operand_shape(inst, pos) for pos in range(len(inst.operands))]
+    if results:
+        shapes += [leaf for _, leaf in inst.shape.leaves()] if inst.shape.is_tuple else [inst.shape]
+    return any(s is not None and s.is_array and s.memory_space == 1 for s in shapes)
 
 
 def in_vmem(shape: Shape) -> Shape:

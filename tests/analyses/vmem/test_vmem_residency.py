@@ -164,3 +164,17 @@ def test_parameter_with_a_narrow_minor_dim_is_relaid_out_and_resident_on_v5e():
         "(l: f32[1,8,2048])", "(l: f32[1,8,2048], p: f32[1,8,2048,64])")
     assert _predict("v5e", narrow) == {"k": frozenset({0})}
     assert _predict("v5p", narrow) == {}
+
+
+def test_estimating_a_module_does_not_keep_it_alive():
+    # The residency caches (users, call sites, kernel order) are per IR object; a run over many files
+    # must be able to free each module once it is done with it.
+    import gc
+    import weakref
+
+    module = parse_module(_FWD_BWD)
+    estimate_module(module, "v5e", None)
+    ref = weakref.ref(module)
+    del module
+    gc.collect()
+    assert ref() is None
