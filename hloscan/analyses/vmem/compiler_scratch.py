@@ -56,17 +56,13 @@ _RUNTIME_LOOPS = ("scf.for", "scf.while")
 _SUBLANES = 8
 
 
-def _uses(kernel: MosaicKernel, suffix: str) -> bool:
-    return any(name.endswith(suffix) for name in kernel.op_names)
-
-
 def has_runtime_loop(kernel: MosaicKernel) -> bool:
-    return any(_uses(kernel, op) for op in _RUNTIME_LOOPS)
+    return any(kernel.uses(op) for op in _RUNTIME_LOOPS)
 
 
 # --------------------------------------------------------------------------------------- rule 1
 def _dot_shapes(kernel: MosaicKernel) -> set[tuple[int, ...]]:
-    return {tuple(shape[-2:]) for name, shape, _ in kernel.vector_values if name.endswith("tpu.matmul")}
+    return {tuple(shape[-2:]) for shape in kernel.results_of("tpu.matmul")}
 
 
 def forward_single_step_accumulators(kernel: MosaicKernel, blocks: list[Any]) -> list[Any]:
@@ -96,7 +92,7 @@ _NARROW_MXU_LHS_FRACTION = 0.5
 
 def narrow_mxu_matmul_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration) -> tuple[int, str] | None:
     """Rule 2: a 16-bit dot with a 512-deep contraction block on a 128-wide MXU (lower bound)."""
-    if gen.mxu_width > 128 or not _uses(kernel, "tpu.matmul") or len(inputs) < 2:
+    if gen.mxu_width > 128 or not kernel.uses("tpu.matmul") or len(inputs) < 2:
         return None
     lhs = inputs[0]
     if any(dtype_bits(b.dtype) != 16 for b in inputs[:2]) or len(lhs.block_shape) < 2:
@@ -112,7 +108,7 @@ def narrow_mxu_matmul_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuG
 def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[int, str] | None:
     """Rule 3: f32 exp() values computed inside a runtime loop, times the generation's factors (values
     within the vector register file, and larger ones)."""
-    if not has_runtime_loop(kernel) or not _uses(kernel, "tpu.matmul"):
+    if not has_runtime_loop(kernel) or not kernel.uses("tpu.matmul"):
         return None
     exps = [shape for name, shape, dtype in kernel.vector_values
             if name.endswith("math.exp") and len(shape) >= 2 and dtype == "f32" and shape[-2] > _SUBLANES]
@@ -136,8 +132,7 @@ def small_m_dot_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGenerat
     """Rule 4: a dot of at most one sublane tile of rows on a 128-wide MXU (constant, empirical)."""
     if gen.mxu_width > 128 or not inputs:
         return None
-    rows = [shape[-2] for name, shape, _ in kernel.vector_values
-            if name.endswith("tpu.matmul") and len(shape) >= 2]
+    rows = [shape[-2] for shape in kernel.results_of("tpu.matmul") if len(shape) >= 2]
     if not rows or min(rows) > _SUBLANES:
         return None
     bits = max(8, min(dtype_bits(b.dtype) for b in inputs))

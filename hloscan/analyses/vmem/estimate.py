@@ -12,9 +12,9 @@ from hloscan.hlo.ir import Shape
 from hloscan.analyses.tpu import GENERATIONS, KIB, MIB, TpuGeneration, generation
 from hloscan.analyses.vmem import compiler_scratch
 from hloscan.analyses.vmem.mosaic import read_kernel
-from hloscan.analyses.vmem.scores_scratch import attention_scores_scratch
+from hloscan.analyses.vmem.scores_scratch import attention_scores_scratch, spilled_scores_scratch
 from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, type_text
-from hloscan.analyses.vmem.tiling import (LANES, VREG_FILE_BYTES, dtype_bits, hbm_sublane_tile, padded_bytes,
+from hloscan.analyses.vmem.tiling import (LANES, dtype_bits, hbm_sublane_tile, padded_bytes,
                                           raw_bytes, round_up, vmem_sublane_tile)
 
 DEFAULT_MARGIN = 0.10
@@ -342,7 +342,7 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
     # Kernels that DMA some inputs themselves (ragged/paged attention) keep the register-file rule below;
     # the per-generation fit is for kernels whose every input arrives through a VMEM window.
     manual_dma = any(b.role == "input" and b.memory_space in ("any", "hbm") for b in blocks)
-    scores = _softmax_scores_scratch(kernel) if manual_dma else attention_scores_scratch(kernel, gen)
+    scores = spilled_scores_scratch(kernel) if manual_dma else attention_scores_scratch(kernel, gen)
     if scores is None:
         return found or (0, None)
     if found is None:
@@ -353,7 +353,7 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
 def _int8_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
     """8-bit matmuls measured +86 KiB…1.9 MiB (relayout of the i32 result): a quarter of the output
     block, a lower bound of what was measured."""
-    if not kernel_uses(kernel, "tpu.matmul") or not any(dtype_bits(b.dtype) == 8 for b in inputs):
+    if not kernel.uses("tpu.matmul") or not any(dtype_bits(b.dtype) == 8 for b in inputs):
         return None
     out = max(outputs, key=lambda b: b.padded_bytes)
     return out.padded_bytes // 4, "allowance for 8-bit matmul internal scratch"
@@ -369,7 +369,7 @@ _KTILED_MIN_K = 1024
 def _ktiled_16bit_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
     """`acc[...] += dot(x, y)` with bf16/f16 blocks and a deep contraction: Mosaic keeps the dot's
     operands/partial results in compiler-internal scratch, roughly proportional to the lhs block."""
-    if not kernel_uses(kernel, "tpu.matmul") or not kernel_uses(kernel, "arith.addf"):
+    if not kernel.uses("tpu.matmul") or not kernel.uses("arith.addf"):
         return None
     if len(inputs) < 2 or any(dtype_bits(b.dtype) != 16 for b in inputs[:2]) or len(inputs[0].block_shape) < 2:
         return None
@@ -382,26 +382,6 @@ def _ktiled_16bit_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[
     return size, f"allowance for compiler-internal scratch of a K-tiled 16-bit matmul (bk={k}, empirical)"
 
 
-def _softmax_scores_scratch(kernel: MosaicKernel) -> tuple[int, str] | None:
-    """Attention kernels (flash, splash, ragged paged attention) compute (block_q, block_k) score matrices
-    and their exp() in f32 vectors; beyond the register file the compiler keeps each in internal VMEM
-    scratch. A kernel that unrolls its inner loop over key blocks (flash attention with block_k <
-    block_k_major) has one such matrix per iteration, so every exp() above the register file counts.
-
-    Real kernels measured 0.7-1.2x that sum on top of their windows when the blocks are large, more when
-    they are small (several temporaries of that shape live at once); the allowance is a lower bound.
-    """
-    exps = [shape for name, shape, _ in kernel.vector_values if name.endswith("math.exp") and len(shape) >= 2]
-    sizes = [(padded_bytes(s, 32, vmem_sublane_tile(32, s[-2]), compact_columns=False), s) for s in exps]
-    spilled = [(size, s) for size, s in sizes if size > VREG_FILE_BYTES]
-    if not spilled:
-        return None
-    dims = "x".join(map(str, max(spilled)[1]))
-    return (sum(size for size, _ in spilled),
-            f"allowance for {len(spilled)} f32 attention score matrices (largest {dims}) kept in internal "
-            "scratch (lower bound)")
-
-
 _ARITH_OPS = ("arith.addi", "arith.addf", "arith.muli", "arith.mulf", "arith.subi", "arith.subf",
               "arith.divf", "arith.maxsi", "arith.maximumf", "arith.minsi", "arith.minimumf")
 
@@ -409,11 +389,11 @@ _ARITH_OPS = ("arith.addi", "arith.addf", "arith.muli", "arith.mulf", "arith.sub
 def _upcast_8bit_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
     """On chips whose VPU works on 32 bits only (v4), an 8-bit elementwise kernel's widened values
     take a 32-bit copy of the output block per buffer (oracle: +8 MiB for 1 MiB int8 blocks)."""
-    if not gen.upcast_8bit_scratch or kernel_uses(kernel, "tpu.matmul"):
+    if not gen.upcast_8bit_scratch or kernel.uses("tpu.matmul"):
         return None
-    if not (kernel_uses(kernel, "arith.extsi") or kernel_uses(kernel, "arith.extf")):
+    if not (kernel.uses("arith.extsi") or kernel.uses("arith.extf")):
         return None
-    if not any(kernel_uses(kernel, op) for op in _ARITH_OPS):
+    if not any(kernel.uses(op) for op in _ARITH_OPS):
         return None  # a widen-then-narrow copy folds away (held-out: no scratch measured)
     if not any(dtype_bits(b.dtype) == 8 for b in inputs):
         return None
@@ -423,10 +403,6 @@ def _upcast_8bit_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str
     rows = out.block_shape[-2]
     wide = padded_bytes(out.block_shape, 32, vmem_sublane_tile(32, rows))
     return wide * out.buffers, "allowance for compiler-internal 32-bit upcast scratch of an 8-bit elementwise kernel (empirical)"
-
-
-def kernel_uses(kernel: MosaicKernel, op_suffix: str) -> bool:
-    return any(name.endswith(op_suffix) for name in kernel.op_names)
 
 
 # ---------------------------------------------------------------------------------------------------

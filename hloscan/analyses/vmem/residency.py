@@ -409,9 +409,7 @@ def _keeps_single_use_windows(inst: Instruction) -> bool:
         return True
     if any(d < 0 for d in kernel.grid):
         return True
-    accumulates = bool(kernel.scratch_types) and any(n.endswith("matmul") for n in kernel.op_names)
-    softmax = any(n.endswith("math.exp") for n in kernel.op_names)
-    return accumulates and not softmax
+    return bool(kernel.scratch_types) and kernel.uses("matmul") and not kernel.uses("math.exp")
 
 
 def has_vmem_layout(comp: Computation, inst: Instruction, results: bool = False) -> bool:

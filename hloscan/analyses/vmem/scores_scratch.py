@@ -22,7 +22,7 @@ number of exps of that shape, i.e. key blocks unrolled in one grid step):
   the allowance takes 1.2 E (1.4 E, fitted on the first 30, over-estimated splash).
 
 Kernels that DMA some of their inputs themselves (ragged/paged attention: K/V pages in HBM) were not part
-of this fit and keep `estimate._softmax_scores_scratch` (the register-file rule). A single score block
+of this fit and keep `spilled_scores_scratch` (the register-file rule). A single score block
 smaller than the register file, and any backward kernel's, get no allowance (128 x 128: 0-230 KiB measured,
 no consistent pattern); unrolled small forward blocks do (see `attention_scores_scratch`).
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
-from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, padded_bytes
+from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, padded_bytes, vmem_sublane_tile
 
 _SMALL_FACTOR = 0.5  # score matrices no larger than the register file
 _BACKWARD_FACTOR = 1.2  # x one score matrix, however many key blocks are unrolled
@@ -47,7 +47,7 @@ def _f32_bytes(shape: tuple[int, ...]) -> int:
 
 def attention_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[int, str] | None:
     """The allowance for the f32 score matrices of an attention kernel, or None if it has none."""
-    exps = [shape for name, shape, _ in kernel.vector_values if name.endswith("math.exp") and len(shape) >= 2]
+    exps = [shape for shape in kernel.results_of("math.exp") if len(shape) >= 2]
     if not exps:
         return None
     score = max(exps, key=lambda s: (_f32_bytes(s), s))
@@ -58,7 +58,7 @@ def attention_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[
     # Each key block also rescales its running statistics with exp(m_prev - m_new), kept (block_q, 128)
     # wide: with 128-wide key blocks those exps have the score's shape too.
     steps = max(1, score_exps // 2) if score[-1] == LANES else score_exps
-    matmuls = sum(1 for name, _, _ in kernel.vector_values if name.endswith("matmul"))
+    matmuls = len(kernel.results_of("matmul"))
     dims = "x".join(map(str, score))
     # Forward kernels do two matmuls (scores, values) per score-shaped exp(); backward kernels three to five
     # (s, dP, then dQ or dK and dV) per exp(). Counting matmuls by the score's shape instead confused the
@@ -79,3 +79,23 @@ def attention_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[
         total = int(factor * steps * size)
         what = f"{factor} x {steps} f32 score matrices of {dims}"
     return total, f"allowance for compiler-internal attention scratch, {what} (empirical fit)"
+
+
+def spilled_scores_scratch(kernel: MosaicKernel) -> tuple[int, str] | None:
+    """Attention kernels (flash, splash, ragged paged attention) compute (block_q, block_k) score matrices
+    and their exp() in f32 vectors; beyond the register file the compiler keeps each in internal VMEM
+    scratch. A kernel that unrolls its inner loop over key blocks (flash attention with block_k <
+    block_k_major) has one such matrix per iteration, so every exp() above the register file counts.
+
+    Real kernels measured 0.7-1.2x that sum on top of their windows when the blocks are large, more when
+    they are small (several temporaries of that shape live at once); the allowance is a lower bound.
+    """
+    exps = [shape for shape in kernel.results_of("math.exp") if len(shape) >= 2]
+    sizes = [(padded_bytes(s, 32, vmem_sublane_tile(32, s[-2]), compact_columns=False), s) for s in exps]
+    spilled = [(size, s) for size, s in sizes if size > VREG_FILE_BYTES]
+    if not spilled:
+        return None
+    dims = "x".join(map(str, max(spilled)[1]))
+    return (sum(size for size, _ in spilled),
+            f"allowance for {len(spilled)} f32 attention score matrices (largest {dims}) kept in internal "
+            "scratch (lower bound)")

@@ -1051,6 +1051,14 @@ class MosaicKernel:
     def grid(self) -> tuple[int, ...]:
         return self.iteration_bounds or ()
 
+    def uses(self, op_suffix: str) -> bool:
+        """Whether the main body has an operation whose name ends with `op_suffix` (`tpu.matmul`, ...)."""
+        return any(name.endswith(op_suffix) for name in self.op_names)
+
+    def results_of(self, op_suffix: str) -> list[tuple[int, ...]]:
+        """Vector shapes computed by the operations ending with `op_suffix`, one per occurrence."""
+        return [shape for name, shape, _ in self.vector_values if name.endswith(op_suffix)]
+
     def _split(self) -> tuple[int, int, int]:
         n_grid = len(self.grid)
         n_operands = len(self.arg_types) - n_grid - self.scalar_prefetch - self.scratch_operands
