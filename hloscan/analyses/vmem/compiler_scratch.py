@@ -1,6 +1,6 @@
 """Mosaic's own VMEM decisions that the kernel's block shapes do not show (estimates, fitted to the oracle).
 
-Three rules, each keyed on what the kernel's MLIR shows (never on kernel or case names). Figures are the
+Rules, each keyed on what the kernel's MLIR shows (never on kernel or case names). Figures are the
 compiler's `used_scoped_memory_configs` for jax's Pallas kernels compiled for v4..v7x (libtpu 0.0.42.1),
 varying one block size at a time (tiles written (tm, tk, tn) for a matmul of (tm, tk) x (tk, tn) blocks).
 
@@ -9,10 +9,21 @@ varying one block size at a time (tiles written (tm, tk, tn) for a matmul of (tm
    1, and whose every dot produces its output block's tile (a plain tiled matmul), zeroes, adds the dot
    to and stores a 32-bit scratch of that shape within one grid step; Mosaic forwards the stores to the
    loads and allocates no scratch. A softmax-rescaled accumulator (flash attention: dots of two shapes,
-   scores and values, kv extent 1) stays: v5e flash_fwd q512 km2048 k512 measured its scratch in full. Evidence (megablox gmm, bf16, f32 out):
+   scores and values, kv extent 1) stays when the body reads a grid index of extent > 1 (rule 1b): v5e
+   flash_fwd q512 km2048 k512 measured its scratch in full. Evidence (megablox gmm, bf16, f32 out):
    v5e (512,512,512) k=512 (one K step) 4,812,800 B vs k=1024 (two steps) 5,861,376 B: exactly the
    1 MiB f32[512,512] accumulator; v6e (512,1024,1024) 12,152,832 vs 14,254,080 (2 MiB + 4 KiB);
    v6e (256,1024,256) 2,711,552 vs 2,994,176 (256 KiB + 20 KiB). The rest of the figure did not move.
+
+1b. Any kernel without runtime loops whose body reads only grid indices of extent 1 (MosaicKernel.
+   grid_indices_read: the indices its init/finalize `pl.when`s and causal masks compare) runs the same
+   straight-line code in every grid step, so every store to a 32-bit, full-lane scratch reaches its loads
+   within the step and is forwarded the same way. The compiler's own allocation list (LLO dump after
+   register allocation, `--xla_jf_dump_llo_text`) shows it: flash attention fwd/dq/dkv with block_q =
+   block_k_major = S (grid (1, H, 1, 1)) allocate none of their m/l/acc scratch on v5e, v6e and v7x, with
+   block_q = S/2 (the causal mask reads the q index) all of it; non-causal kernels (only the kv index is
+   read) with kv extent 1 none, with kv extent 2 all. A head-dim-64 accumulator (64 of 128 lanes) stayed,
+   its m/l scratch went.
 
 2. On generations with a 128-wide MXU (v4, v5e, v5p) a bf16/f16 dot with a contraction block of 512
    keeps part of its lhs in internal scratch. gmm on v5e and v5p, identical figures: (256,256,256) and
@@ -50,7 +61,7 @@ from typing import Any
 
 from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
-from hloscan.analyses.vmem.tiling import VREG_FILE_BYTES, dtype_bits, padded_bytes, vmem_sublane_tile
+from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, dtype_bits, padded_bytes, vmem_sublane_tile
 
 _RUNTIME_LOOPS = ("scf.for", "scf.while")
 _SUBLANES = 8
@@ -66,7 +77,12 @@ def _dot_shapes(kernel: MosaicKernel) -> set[tuple[int, ...]]:
 
 
 def forward_single_step_accumulators(kernel: MosaicKernel, blocks: list[Any]) -> list[Any]:
-    """Mark the 32-bit accumulator scratch of a one-step grid reduction as not allocated (rule 1)."""
+    """Mark the 32-bit accumulator scratch of a one-step grid reduction as not allocated (rules 1, 1b)."""
+    if _reads_only_unit_grid_indices(kernel):
+        return [_forwarded(b, "scratch of a kernel whose every grid step runs the same straight-line code "
+                              "(the body reads only grid indices of extent 1): Mosaic forwards its stores to "
+                              "its loads and allocates none (oracle, LLO allocation list)")
+                if _is_full_lane_32bit_scratch(b) else b for b in blocks]
     grid, semantics = kernel.grid, kernel.dimension_semantics
     dots = _dot_shapes(kernel)
     if not grid or grid[-1] != 1 or has_runtime_loop(kernel) or len(dots) != 1:
@@ -79,10 +95,27 @@ def forward_single_step_accumulators(kernel: MosaicKernel, blocks: list[Any]) ->
         if (b.role == "scratch" and b.counted and b.memory_space == "vmem" and b.dtype in ("f32", "s32")
                 and len(b.block_shape) >= 2 and tuple(b.block_shape[-2:]) in out_shapes & dots
                 and math.prod(b.block_shape[:-2]) == 1):
-            b = replace(b, counted=False, note="accumulator of a one-step grid reduction: Mosaic forwards "
-                                               "its stores to its loads and allocates no scratch (oracle)")
+            b = _forwarded(b, "accumulator of a one-step grid reduction: Mosaic forwards its stores to its "
+                              "loads and allocates no scratch (oracle)")
         out.append(b)
     return out
+
+
+def _reads_only_unit_grid_indices(kernel: MosaicKernel) -> bool:
+    read, grid = kernel.grid_indices_read, kernel.grid
+    if read is None or not grid or has_runtime_loop(kernel) or kernel.scratch_operands == 0:
+        return False
+    return all(0 <= i < len(grid) and grid[i] == 1 for i in read)
+
+
+def _is_full_lane_32bit_scratch(block: Any) -> bool:
+    shape = block.block_shape
+    return (block.role == "scratch" and block.counted and block.memory_space == "vmem"
+            and block.dtype in ("f32", "s32") and len(shape) >= 2 and shape[-1] % LANES == 0)
+
+
+def _forwarded(block: Any, why: str) -> Any:
+    return replace(block, counted=False, note=why)
 
 
 # --------------------------------------------------------------------------------------- rule 2

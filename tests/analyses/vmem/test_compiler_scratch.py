@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from corpus import CORPUS, FIXTURES, require_path
-from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel
+from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel, parse_backend_config
 from hloscan.hlo.parser import parse_module
 
 FAMILIES = re.compile(r"__pallas__(rpa|paged_attn|gmm)")
@@ -83,6 +83,40 @@ def test_multi_step_reduction_accumulator_counted() -> None:
     (est,), _ = _case(CORPUS / "tpu-oracle" / "real", "v5e__pallas__gmm_t256x512x256")
     (acc,) = [b for b in est.blocks if b.role == "scratch"]
     assert acc.counted and acc.total_bytes == 256 * 256 * 4
+
+
+def test_straight_line_grid_steps_forward_all_scratch() -> None:
+    """Flash attention with block_q = block_k_major = S: grid (1, 8, 1, 1), so the causal mask and the
+    init/finalize conditions compare grid indices of extent 1 only; the compiler's LLO allocation list
+    had none of the m/l/acc scratch of the forward, dq and dkv kernels (rule 1b)."""
+    ests = _estimates(CORPUS / "tpu-oracle" / "real" / "v7x__pallas__flash_bwd_q2048_km2048_k512"
+                      / "before_optimizations.txt", "v7x")
+    scratch = [b for est in ests for b in est.blocks if b.role == "scratch"]
+    assert len(scratch) == 6
+    assert all(not b.counted and "straight-line" in (b.note or "") for b in scratch)
+
+
+def test_scratch_kept_when_the_body_reads_a_grid_index_that_varies() -> None:
+    """block_q = 512 of S = 2048: the causal mask reads the q index (extent 4), the scratch stays."""
+    (est,) = _estimates(CORPUS / "tpu-oracle" / "real" / "v5e__pallas__flash_fwd_q512_km2048_k512"
+                        / "before_optimizations.txt", "v5e")
+    scratch = [b for b in est.blocks if b.role == "scratch"]
+    assert len(scratch) == 3 and all(b.counted for b in scratch)
+
+
+def test_grid_indices_read_from_bytecode_kernels() -> None:
+    from hloscan.analyses.vmem.estimate import kernel_body
+    from hloscan.analyses.vmem.mosaic import read_kernel
+
+    def kernels(name: str):
+        module = parse_module((CORPUS / "tpu-oracle" / "real" / name / "before_optimizations.txt").read_text())
+        return [read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config"))))
+                for _, inst in module.instructions() if inst.custom_call_target == "tpu_custom_call"]
+
+    (flash,) = kernels("v5e__pallas__flash_fwd_q512_km2048_k512")
+    assert flash.grid == (1, 8, 4, 1) and flash.grid_indices_read == (2, 3)  # q (causal mask), kv
+    (matmul,) = kernels("v5e__pallas__matmul_256x1024_k1024")
+    assert matmul.grid_indices_read == (2,)  # k: init/finalize of the accumulator
 
 
 def test_decode_attention_dot_scratch_depends_on_mxu_width() -> None:

@@ -45,6 +45,13 @@ def test_text_kernel_fields():
     assert first.window_bounds == (8, 128) and first.index_map == ("g0", 0) and first.buffer_count is None
     assert second.pipeline_mode == "synchronous" and second.buffer_count == 1 and second.index_map == ("g1", "g0")
     assert "vector.load" in k.op_names and "arith.constant" in k.op_names
+    assert k.grid_indices_read == ()  # the body reads neither grid index (%arg1 is not %arg10)
+
+
+def test_text_kernel_grid_indices_read_by_the_body():
+    body = KERNEL.replace("    return\n  }\n  func.func @in_fn",
+                          "    %1 = arith.cmpi eq, %arg1, %c0_i32 : i32\n    return\n  }\n  func.func @in_fn", 1)
+    assert read_kernel(b64(body)).grid_indices_read == (1,)
 
 
 @pytest.mark.parametrize("text", ["func.func @main(%arg0: memref<8x", "module { func.func @f( ) attributes {x = [} }",

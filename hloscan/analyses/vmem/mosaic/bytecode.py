@@ -1046,6 +1046,10 @@ class MosaicKernel:
     # (an unrolled loop repeats its values):
     # large ones live in compiler-internal VMEM scratch (hloscan.vmem's intermediate allowance).
     vector_values: tuple[tuple[str, tuple[int, ...], str], ...] = ()
+    # Positions of the grid indices (the main function's leading i32 arguments) that the kernel body itself
+    # reads (index maps aside); None when unknown. A body that reads none of the grid indices with extent > 1
+    # does the same thing in every grid step (no init/finalize or causal-mask condition varies).
+    grid_indices_read: tuple[int, ...] | None = None
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -1219,7 +1223,18 @@ def kernel_from_module(module: Module) -> MosaicKernel:
         mosaic_version=_mosaic_version(module),
         op_names=tuple(sorted({op.name for op in main.walk()} - {main.name})),
         vector_values=_vector_values(main),
+        grid_indices_read=_grid_indices_read(main, len(grid or ())),
     )
+
+
+def _grid_indices_read(main: Operation, n_grid: int) -> tuple[int, ...] | None:
+    """Which of the entry block's first `n_grid` arguments (the grid indices) an operation of the body uses."""
+    if not main.regions or not main.regions[0].blocks:
+        return None
+    entry = main.regions[0].blocks[0]
+    read = {value.index for op in main.walk() for value in op.operands
+            if isinstance(value, BlockArg) and value.block is entry and value.index < n_grid}
+    return tuple(sorted(read))
 
 
 def _vector_values(main: Operation) -> tuple[tuple[str, tuple[int, ...], str], ...]:

@@ -82,7 +82,14 @@ def _read(text: str) -> MosaicKernel:
         mosaic_version=int(version.group(1)) if version else None,
         op_names=tuple(sorted(set(_OP_AT_LINE.findall(main["body"])) - {"func.func"})),
         vector_values=_vector_values(main["body"]),
+        grid_indices_read=_grid_indices_read(main, n_grid),
     )
+
+
+def _grid_indices_read(main: dict[str, Any], n_grid: int) -> tuple[int, ...]:
+    """Which of the first `n_grid` arguments (the grid indices) the body names."""
+    names = main["arg_names"][:n_grid]
+    return tuple(i for i, name in enumerate(names) if name and re.search(re.escape(name) + r"\b", main["body"]))
 
 
 def _vector_values(body: str) -> tuple[tuple[str, tuple[int, ...], str], ...]:
@@ -148,7 +155,8 @@ def _functions(text: str) -> list[dict[str, Any]]:
     funcs = []
     for m in _FUNC.finditer(text):
         args_end = _closing(text, m.end() - 1)
-        args = [_arg_type(a) for a in _split(text[m.end() : args_end - 1])]
+        arg_texts = _split(text[m.end() : args_end - 1])
+        args = [_arg_type(a) for a in arg_texts]
         rest = args_end
         body_start = text.find("{", rest)
         attrs: dict[str, Any] = {}
@@ -159,7 +167,8 @@ def _functions(text: str) -> list[dict[str, Any]]:
             attrs = _dict(text[open_at + 1 : close - 1])
             body_start = text.find("{", close)
         body_end = _closing(text, body_start) if body_start >= 0 else len(text)
-        funcs.append({"name": m.group(1), "args": args, "attrs": attrs, "body": text[body_start:body_end]})
+        funcs.append({"name": m.group(1), "args": args, "arg_names": [a.partition(":")[0].strip() for a in arg_texts],
+                      "attrs": attrs, "body": text[body_start:body_end]})
     return funcs
 
 
