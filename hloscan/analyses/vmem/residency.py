@@ -256,8 +256,9 @@ def _produced_on_device(comp: Computation, root: str) -> bool:
 
 
 def _relaid_out(shape: Shape) -> bool:
-    """Whether XLA:TPU gives an array parameter a layout with another minor dimension, so that the kernel
-    (whose operand layout is row-major) reads a relayout `copy` computed on the device.
+    """Whether XLA:TPU gives an array (a parameter, or a kernel result the program returns) a layout with
+    another minor dimension, so that a relayout `copy` computed on the device sits between it and the
+    kernel, whose operand layout is row-major.
 
     Layout assignment avoids lane padding: f32[1,4,1024,64] parameters were laid out {2,3,1,0} (the 1024
     axis in the lanes) and copied to {3,2,1,0} for the flash kernels, the copies S(1) on v5e and v6e (every
@@ -296,6 +297,12 @@ def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, 
     elementwise op and returned, was S(1) too on v5e/v6e/v7x; it is not predicted (no kernel reads it),
     and a synthetic matmul fixture of that pattern (HLO201) is not oracle-checked. They come after the kernels' resident
     inputs (`used` bytes, counted over the whole module), largest first, within the same budget.
+
+    Results XLA relays out (`_relaid_out`: a head-dim-64 output, whose program-level layout puts the long
+    axis in the lanes) are copied on the device after the kernel, and the kernel writes them to VMEM too:
+    every head-dim-64 output of the flash fwd/dq/dkv and splash fwd kernels of the oracle folders was an
+    S(1) operand in the compiler's allocation list on v5e, v6e and v7x (14 kernels), and a windowed HBM
+    one on v5p.
     Returns, per (computation, kernel), the positions `len(inst.operands) + i` of result leaf i."""
     if not gen.msa_results_in_vmem:
         return {}
@@ -303,7 +310,10 @@ def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, 
     for comp, inst in calls:
         shapes = [leaf for _, leaf in inst.shape.leaves()] if inst.shape.is_tuple else [inst.shape]
         for i, shape in enumerate(shapes):
-            if shape.is_array and shape.dims and _internal_result(module, comp, inst, i):
+            if not (shape.is_array and shape.dims):
+                continue
+            fate = _result_fate(module, comp, inst, i)
+            if "kernel" in fate or ("program" in fate and _relaid_out(shape)):
                 leaves.append((_array_bytes(shape), comp.name, inst, i))
     out: dict[tuple[str, str], set[int]] = {}
     for size, comp_name, inst, i in sorted(leaves, key=lambda item: -item[0]):
@@ -313,13 +323,13 @@ def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, 
     return {key: frozenset(pos) for key, pos in out.items()}
 
 
-def _internal_result(module: Module, comp: Computation, inst: Instruction, leaf: int) -> bool:
-    """Whether result leaf `leaf` of `inst` feeds another `tpu_custom_call` (directly or through other
-    ops, as a forward kernel's statistics feed the dq/dkv kernels). Followed through get-tuple-element,
-    tuples, calls and their returns."""
+def _result_fate(module: Module, comp: Computation, inst: Instruction, leaf: int) -> frozenset[str]:
+    """Where result leaf `leaf` of `inst` goes: "kernel" when it feeds another `tpu_custom_call` (directly
+    or through other ops, as a forward kernel's statistics feed the dq/dkv kernels), "program" when the
+    entry computation returns it. Followed through get-tuple-element, tuples, calls and their returns."""
     callers = _call_sites(module)
     computations = module.computations_by_name
-    feeds_kernel = False
+    fate: set[str] = set()
     seen: set[tuple[str, str, int | None, bool]] = set()
     # (computation, value, tuple index followed within that value or None, derived from the result)
     work: list[tuple[Computation, str, int | None, bool]] = [
@@ -329,12 +339,14 @@ def _internal_result(module: Module, comp: Computation, inst: Instruction, leaf:
         if (c.name, name, index, derived) in seen:
             continue
         if len(seen) > 512:
-            return False  # too tangled to tell: keep the windows
+            return frozenset()  # too tangled to tell: keep the windows
         seen.add((c.name, name, index, derived))
         if name == c.root.name:
             # Returned by the program: still written to VMEM first when a kernel reads it (a backward pass's
             # forward output o, returned and read by dq/dkv, was S(1) on v5e/v6e), then copied out.
             work.extend((caller, call.name, index, derived) for caller, call in callers.get(c.name, ()))
+            if c is module.entry:
+                fate.add("program")  # leaves the program, in the program's layout
         for user in _users(c).get(name, ()):
             if user.opcode == "get-tuple-element":
                 if index is None or user.attr("index") == str(index):
@@ -348,13 +360,13 @@ def _internal_result(module: Module, comp: Computation, inst: Instruction, leaf:
                             for pos, op in enumerate(user.operands) if op.name == name and pos in params)
             elif index is not None:
                 if not derived:
-                    return False  # a whole tuple passed on (a while loop, ...): not followed
+                    return frozenset()  # a whole tuple passed on (a while loop, ...): not followed
             elif user.custom_call_target == "tpu_custom_call":
-                feeds_kernel = True
+                fate.add("kernel")
             else:
                 relabels = user.opcode in _ALIASING_OPS or user.opcode == "broadcast"
                 work.append((c, user.name, None, derived or not relabels))
-    return feeds_kernel
+    return frozenset(fate)
 
 
 def _users(comp: Computation) -> dict[str, list[Instruction]]:

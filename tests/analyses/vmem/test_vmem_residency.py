@@ -166,6 +166,20 @@ def test_parameter_with_a_narrow_minor_dim_is_relaid_out_and_resident_on_v5e():
     assert _predict("v5p", narrow) == {}
 
 
+def test_returned_head_dim_64_result_is_relaid_out_and_resident():
+    # Leaf 1 of %f is returned as it is, with a 64-wide minor dim: XLA copies it to the program's layout (the
+    # long axis in the lanes), so the kernel writes it to VMEM on v5e/v6e/v7x, not on v5p; so is %b's result
+    # (returned through an add). Leaf 2 is never read: it keeps its window.
+    text = _FWD_BWD.replace("f32[1,8,2048,128]", "f32[1,8,2048,64]")
+    module = parse_module(text)
+    calls = list(tpu_custom_calls(module))
+    assert predict_resident_results(module, calls, generation("v6e"), 0) == {
+        ("fwd", "f"): frozenset({1, 2}), ("main", "b"): frozenset({1})}
+    assert predict_resident_results(module, calls, generation("v5p"), 0) == {}
+    # 128 wide: only the leaf another kernel reads.
+    assert _predict_results("v6e") == {("fwd", "f"): frozenset({1})}
+
+
 def test_estimating_a_module_does_not_keep_it_alive():
     # The residency caches (users, call sites, kernel order) are per IR object; a run over many files
     # must be able to free each module once it is done with it.
