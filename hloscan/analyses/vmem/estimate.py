@@ -190,17 +190,37 @@ def _grid_steps(grid: tuple[int, ...]) -> int:
 
 
 def _keeps_window_in_vmem(block: Sequence[int], op: _Operand) -> bool:
-    """Whether a kernel still windows an operand that is whole in VMEM (S(1)): when its block is narrower
-    than the array's minor dimension.
+    """Whether a kernel still windows an operand that is whole in VMEM (S(1)): when its block is not one
+    contiguous range of the array's tiled VMEM layout, so Mosaic copies it into a window buffer instead of
+    addressing it in place.
 
     Measured on the post-optimisation dumps of the real cases (the estimate from their S(1) layouts against
     the compiler's per-kernel figure): such blocks kept their buffers (flash-attention dq's (128, 128) block
-    of a 256-wide broadcast, K-tiled matmul operands, megablox gmm's (128, 256) blocks of 4096-wide arrays),
-    while blocks spanning the minor dimension did not (flash/splash q, k, v). With the rule 58 of 82
-    shared-corpus kernels and 51 of 111 in fixtures/oracle_new are within 5% from the post-optimisation
-    dump, against 50 and 44 when every S(1) operand loses its window.
+    of a 256-wide broadcast, K-tiled matmul operands, megablox gmm's (128, 256) blocks of 4096-wide arrays:
+    several tile rows, part of each), while blocks spanning the minor dimension did not (flash/splash q, k,
+    v). With that rule 58 of 82 shared-corpus kernels and 51 of 111 in fixtures/oracle_new are within 5%
+    from the post-optimisation dump, against 50 and 44 when every S(1) operand loses its window. The
+    compiler's allocation list (fixtures/oracle_new/*/LLO_BREAKDOWN.tsv) adds blocks narrower than the minor
+    dimension but one tile row high: splash dkv's (1, 8, 256) blocks of (4, 8, 1024) statistics, two whole
+    (8, 128) tiles side by side, had no window allocation.
     """
-    return bool(op.full_shape) and bool(block) and block[-1] != op.full_shape[-1]
+    full = op.full_shape
+    if not full or not block or len(block) != len(full):
+        return False
+    rows = vmem_sublane_tile(dtype_bits(op.dtype), full[-2]) if len(full) >= 2 else 1
+    return not _contiguous(_in_tiles(block, rows), _in_tiles(full, rows))
+
+
+def _in_tiles(shape: Sequence[int], rows: int) -> list[int]:
+    """The shape counted in (rows, 128) tiles over its last two dimensions, the order VMEM stores them in."""
+    if len(shape) < 2:
+        return [-(-shape[-1] // LANES)]
+    return list(shape[:-2]) + [-(-shape[-2] // rows), -(-shape[-1] // LANES)]
+
+
+def _contiguous(block: list[int], full: list[int]) -> bool:
+    """Whether a row-major block is one contiguous range: ones before some axis, whole extents after it."""
+    return any(all(b == 1 for b in block[:k]) and block[k + 1:] == full[k + 1:] for k in range(len(full)))
 
 
 def _buffer_count(param: WindowParam, grid: tuple[int, ...]) -> tuple[int, str | None]:

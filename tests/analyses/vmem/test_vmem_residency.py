@@ -117,7 +117,7 @@ def test_forward_result_read_by_backward_kernel_has_no_output_window():
     module = parse_module(_FWD_BWD)
     kernels = {k.inst.name: k for k in estimate_module(module, "v5e", None)}
     notes = " ".join(kernels["f"].estimate.notes)
-    assert "results 0 (read by other kernels)" in notes
+    assert "results 0 (read by other kernels" in notes
     assert "results" not in " ".join(kernels["b"].estimate.notes)
 
 

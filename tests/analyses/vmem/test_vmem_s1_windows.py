@@ -45,6 +45,17 @@ def test_block_narrower_than_the_minor_dim_keeps_its_window():
     assert not _keeps_window_in_vmem((1, 1, 128, 256), wide)
 
 
+def test_block_of_one_tile_row_is_contiguous_and_needs_no_window():
+    # splash dkv's softmax statistics: (1, 8, 256) blocks of f32[4, 8, 1024] are two whole (8, 128) tiles side
+    # by side in VMEM; the compiler's allocation list had no window for them (LLO_BREAKDOWN.tsv, real6).
+    stats = _Operand("input", "f32", (4, 8, 1024), None, in_vmem=True)
+    assert not _keeps_window_in_vmem((1, 8, 256), stats)
+    # Two tile rows of a part of each row are not one range: a window.
+    assert _keeps_window_in_vmem((1, 16, 256), _Operand("input", "f32", (4, 16, 1024), None, in_vmem=True))
+    # bf16 packs 16 rows per tile: a (16, 256) block of a (16, 1024) array is still one tile row.
+    assert not _keeps_window_in_vmem((16, 256), _Operand("input", "bf16", (16, 1024), None, in_vmem=True))
+
+
 def test_flash_dq_kernel_windows_its_wide_broadcast_operand():
     # v5e: all seven inputs are S(1); the 256-wide softmax-statistics broadcast, read in (128, 128) blocks,
     # keeps its double buffer and the estimate equals the compiler's 327680 bytes (196608 without the rule).
