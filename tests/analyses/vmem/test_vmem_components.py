@@ -34,6 +34,7 @@ FLOORS = {
     "real4": (31, 34),
     "real5": (27, 30),
     "real6": (20, 23),
+    "real7": (28, 32),  # held out: compiled before the three rules, scored after them (26/32 before)
 }
 
 
