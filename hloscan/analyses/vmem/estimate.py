@@ -253,19 +253,20 @@ def _window_block(i: int, param: WindowParam, memref: Any, op: _Operand, grid: t
         return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, space or "any", (0, 0),
                              raw_bytes(shape, bits), 0, 0, False, param.index_map,
                              "not a VMEM window (DMA'd by the kernel)")
-    if op.in_vmem and not _keeps_window_in_vmem(shape, op):
-        # Post-optimisation dumps: memory-space assignment placed the whole operand in VMEM (S(1)), so the
-        # kernel allocates no scoped window for it (oracle, every generation).
-        return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, "vmem", (0, 0),
-                             raw_bytes(shape, bits), 0, 0, False, param.index_map,
-                             "whole operand in VMEM (S(1), from the layout or predicted: residency.py); no window")
     rows = shape[-2] if len(shape) >= 2 else 1
     tile = (vmem_sublane_tile(bits, rows), LANES)
+    size = padded_bytes(shape, bits, tile[0], gen.compact_columns)
+    if op.in_vmem and not _keeps_window_in_vmem(shape, op):
+        # Post-optimisation dumps: memory-space assignment placed the whole operand in VMEM (S(1)), so the
+        # kernel allocates no scoped window for it (oracle, every generation). The block's size is kept for
+        # the internal-scratch rules, which depend on the block shape, not on where the array lives.
+        return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, "vmem", tile,
+                             raw_bytes(shape, bits), size, 0, False, param.index_map,
+                             "whole operand in VMEM (S(1), from the layout or predicted: residency.py); no window")
     buffers, why = _buffer_count(param, grid)
     if op.in_vmem:
-        why = "; ".join(filter(None, ("whole operand in VMEM (S(1)), but its block is narrower than the minor "
-                                      "dimension: still windowed", why)))
-    size = padded_bytes(shape, bits, tile[0], gen.compact_columns)
+        why = "; ".join(filter(None, ("whole operand in VMEM (S(1)), but its block is not one contiguous range "
+                                      "of the array's tiles: still windowed", why)))
     return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, "vmem", tile, raw_bytes(shape, bits),
                          size, buffers, True, param.index_map, why)
 
@@ -345,7 +346,8 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
     call = config.get("custom_call_config")
     if isinstance(call, dict) and isinstance(call.get("internal_scratch_in_bytes"), int):
         return call["internal_scratch_in_bytes"], "internal_scratch_in_bytes"
-    inputs = [b for b in blocks if b.role == "input" and b.counted]
+    # The block rules read block shapes, which an operand whole in VMEM (S(1), no window) still has.
+    inputs = [b for b in blocks if b.role == "input" and (b.counted or b.memory_space == "vmem")]
     outputs = [b for b in blocks if b.role == "output" and b.counted]
     loop_scores = compiler_scratch.loop_scores_scratch(kernel, gen)
     if loop_scores is not None:

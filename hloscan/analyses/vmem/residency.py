@@ -19,11 +19,11 @@ figure exactly for kernels without internal scratch, e.g. flash-attention backwa
   3 x 4 MiB), and on v5e for arrays of at most 2 MiB (f32[1,4,1024,64]); 4 MiB and 8 MiB single-use
   arrays kept their windows on v5e, v5p and v6e. (The v5e case is a single one and modelled as no
   single-use residency: ragged/paged attention's small single-use queries kept their windows on v5e.)
-- Kernels with a run-time grid dimension (megablox gmm) kept their single-use windows on v7x (a 4 MiB
-  lhs), and so did (in the compiler's figure) a K-tiled matmul with an accumulator scratch whose operands
-  were S(1); single-use residency is not predicted for either (`_keeps_single_use_windows`). A matmul
-  without scratch (v7x bf16 1024x4096x256, synthetic corpus) measured 5242880 bytes: its 16 MiB lhs had
-  no window.
+- megablox gmm's single-use lhs and a K-tiled matmul's operands were S(1) on v7x and yet windowed: their
+  blocks are not contiguous ranges of the array (several tile rows, part of each), so the kernel copies them
+  into window buffers (`estimate._keeps_window_in_vmem`); a gmm whose lhs block spans whole rows (v7x
+  1024x1024 of 2048x1024) had no window. A matmul without scratch (v7x bf16 1024x4096x256, synthetic corpus)
+  measured 5242880 bytes: its 16 MiB lhs had no window.
 - Which ones when not all fit: on v7x ragged paged attention's 16 MiB KV cache (read by one kernel) was
   S(1) and its 0.5 MiB query was not, so larger arrays are taken first.
 
@@ -48,9 +48,6 @@ from dataclasses import replace
 from typing import Any, Callable, Iterable
 
 from hloscan.analyses.tpu import TpuGeneration
-from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
-from hloscan.analyses.vmem.mosaic import read_kernel
-from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError
 from hloscan.analyses.vmem.tiling import hbm_array_bytes
 from hloscan.hlo.ir import ELEMENT_BITS, Computation, Instruction, Layout, Module, Shape
 
@@ -93,8 +90,7 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
         # relaid out on the device (v5e/v6e) is produced in VMEM whoever reads it first.
         first_readers = {root: kernel for root, kernel in first_readers.items() if not gen.msa_single_use_budget
                          and not (gen.msa_results_in_vmem and _produced_on_device(comp, root))}
-    keeps = {inst.name for inst in calls if _keeps_single_use_windows(inst)}
-    placed = _place_within_budgets(comp, _operand_sizes(comp, calls), readers, keeps, gen)
+    placed = _place_within_budgets(comp, _operand_sizes(comp, calls), readers, gen)
     out = {}
     for inst in calls:
         positions = frozenset(pos for pos, op in enumerate(inst.operands)
@@ -128,7 +124,7 @@ def _operand_sizes(comp: Computation, calls: list[Instruction]) -> dict[str, int
 
 
 def _place_within_budgets(comp: Computation, sizes: dict[str, int], readers: dict[str, set[str]],
-                          keeps: set[str], gen: TpuGeneration) -> set[str]:
+                          gen: TpuGeneration) -> set[str]:
     """Shared values first, then values computed on the device, then single-use ones, each while the
     running total fits the generation's budget for its kind."""
     placed: set[str] = set()
@@ -138,8 +134,6 @@ def _place_within_budgets(comp: Computation, sizes: dict[str, int], readers: dic
         # Largest first: on v7x a 16 MiB KV cache read by one kernel was S(1) and its 0.5 MiB query was not.
         for root, size in sorted(sizes.items(), key=lambda item: -item[1]):
             if root in placed or used + size > budget or _residency_kind(comp, root, readers[root], gen) != kind:
-                continue
-            if kind == "single" and readers[root] & keeps:
                 continue
             placed.add(root)
             used += size
@@ -405,23 +399,6 @@ def _memo(cache: dict[int, tuple[weakref.ref, Any]], owner: Any, build: Callable
 _USERS: dict[int, tuple[weakref.ref, Any]] = {}
 _CALLERS: dict[int, tuple[weakref.ref, Any]] = {}
 _ORDER: dict[int, tuple[weakref.ref, Any]] = {}
-
-
-def _keeps_single_use_windows(inst: Instruction) -> bool:
-    """Kernels observed to keep windows for single-use operands: a run-time grid dimension (megablox gmm's
-    group axis; its 4 MiB lhs was not S(1) on v7x), and K-tiled matmuls accumulating into a VMEM scratch
-    without a softmax (v7x matmul 512x1024, bk 1024: both 8 MiB operands S(1), yet the compiler's figure,
-    11386880 bytes, still held their windows)."""
-    try:
-        body = kernel_body(parse_backend_config(inst.attr("backend_config")))
-        kernel = read_kernel(body) if body is not None else None
-    except (ValueError, BytecodeError):
-        return True
-    if kernel is None:
-        return True
-    if any(d < 0 for d in kernel.grid):
-        return True
-    return bool(kernel.scratch_types) and kernel.uses("matmul") and not kernel.uses("math.exp")
 
 
 def has_vmem_layout(comp: Computation, inst: Instruction, results: bool = False) -> bool:

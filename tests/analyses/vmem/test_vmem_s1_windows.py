@@ -76,3 +76,17 @@ def test_post_optimisation_estimates_floor():
     within = sum(1 for measured, est in pairs if abs(est.predicted_bytes - measured) <= 0.05 * measured)
     assert len(pairs) == 82
     assert within >= WITHIN_5_FLOOR, f"{within}/{len(pairs)} kernels within 5%"
+
+
+def test_gmm_lhs_in_vmem_with_whole_row_blocks_has_no_window_but_keeps_its_scratch_allowance():
+    """v7x megablox gmm, tiling (1024, 1024, 2048): the single-use 4 MiB lhs is S(1) and its (1024, 1024)
+    blocks of (2048, 1024) span whole rows, so no window (LLO allocation list); the K-tiled dot's internal
+    scratch allowance still comes from the lhs block. Compiler figure 27660288."""
+    from hloscan.analyses.vmem.kernels import estimate_module
+
+    path = CORPUS / "tpu-oracle" / "real" / "v7x__pallas__gmm_t1024x1024x2048" / "before_optimizations.txt"
+    (kernel,) = estimate_module(parse_module(path.read_text()), "v7x", None)
+    lhs = kernel.estimate.blocks[0]
+    assert lhs.role == "input" and not lhs.counted and lhs.padded_bytes == 1024 * 1024 * 2
+    assert kernel.estimate.internal_bytes > 0
+    assert abs(kernel.estimate.predicted_bytes - 27660288) <= 0.05 * 27660288
