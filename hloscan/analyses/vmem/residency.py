@@ -287,9 +287,10 @@ def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, 
     Evidence (after_optimizations.txt of the flash/splash backward cases): every such result was S(1) on
     v5e and v6e (flash: all 3; splash: the 2 read back, not the 3 unread ones); none on v4 and v5p (v5p
     wrote them to HBM and prefetched copies for the backward kernels); on v7x 2 of 3 (flash) and 2 of 5
-    (splash), predicted there within its 16 MiB budget (`TpuGeneration.msa_results_in_vmem`). Paged attention's output, read by an
-    elementwise op and returned, was S(1) too on v5e/v6e/v7x; it is not predicted (no kernel reads it),
-    and a synthetic matmul fixture of that pattern (HLO201) is not oracle-checked. They come after the kernels' resident
+    (splash), predicted there within its 16 MiB budget (`TpuGeneration.msa_results_in_vmem`). A result an
+    XLA op reads on the device is written to VMEM too: paged attention's output (read by an elementwise op,
+    then returned) and fused splash backward's dq output (read by a reduction) were S(1) on v5e/v6e/v7x in
+    the compiler's allocation lists (fixtures/oracle_new/*/LLO_BREAKDOWN.tsv). They come after the kernels' resident
     inputs (`used` bytes, counted over the whole module), largest first, within the same budget.
 
     Results XLA relays out (`_relaid_out`: a head-dim-64 output, whose program-level layout puts the long
@@ -307,7 +308,7 @@ def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, 
             if not (shape.is_array and shape.dims):
                 continue
             fate = _result_fate(module, comp, inst, i)
-            if "kernel" in fate or ("program" in fate and _relaid_out(shape)):
+            if "kernel" in fate or "device" in fate or ("program" in fate and _relaid_out(shape)):
                 leaves.append((_array_bytes(shape), comp.name, inst, i))
     out: dict[tuple[str, str], set[int]] = {}
     for size, comp_name, inst, i in sorted(leaves, key=lambda item: -item[0]):
@@ -319,8 +320,9 @@ def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, 
 
 def _result_fate(module: Module, comp: Computation, inst: Instruction, leaf: int) -> frozenset[str]:
     """Where result leaf `leaf` of `inst` goes: "kernel" when it feeds another `tpu_custom_call` (directly
-    or through other ops, as a forward kernel's statistics feed the dq/dkv kernels), "program" when the
-    entry computation returns it. Followed through get-tuple-element, tuples, calls and their returns."""
+    or through other ops, as a forward kernel's statistics feed the dq/dkv kernels), "device" when an XLA op
+    reads the result itself (not only a relabelled view of it), "program" when the entry computation returns
+    it. Followed through get-tuple-element, tuples, calls and their returns."""
     callers = _call_sites(module)
     computations = module.computations_by_name
     fate: set[str] = set()
@@ -359,6 +361,8 @@ def _result_fate(module: Module, comp: Computation, inst: Instruction, leaf: int
                 fate.add("kernel")
             else:
                 relabels = user.opcode in _ALIASING_OPS or user.opcode == "broadcast"
+                if not relabels and not derived:
+                    fate.add("device")  # an XLA op computes something from the result itself
                 work.append((c, user.name, None, derived or not relabels))
     return frozenset(fate)
 

@@ -24,15 +24,15 @@ from hloscan.hlo.parser import parse_module
 ROOT = FIXTURES / "oracle_new"
 # (cases whose windows + scratch + residency are within 2% of the compiler's, cases) per folder, measured when
 # the breakdowns were made, after rule 1b (straight-line grid steps forward their scratch), returned head-dim-64
-# results in VMEM and contiguous S(1) blocks without windows. The model before those three: 29/35, 13/20,
-# 18/18, 22/30, 28/34, 24/30, 16/23 (150/190 cases; now 166/190).
+# results in VMEM, contiguous S(1) blocks without windows and results XLA ops read in VMEM. The model before
+# those: 29/35, 13/20, 18/18, 22/30, 28/34, 24/30, 16/23 (150/190 cases; now 169/190).
 FLOORS = {
-    "real": (31, 35),
+    "real": (32, 35),
     "real2_attention": (14, 20),
     "real2_rpagmm": (18, 18),
-    "real3": (25, 30),
+    "real3": (26, 30),
     "real4": (31, 34),
-    "real5": (27, 30),
+    "real5": (28, 30),
     "real6": (20, 23),
     "real7": (28, 32),  # held out: compiled before the three rules, scored after them (26/32 before)
 }

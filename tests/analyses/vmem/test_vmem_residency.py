@@ -60,7 +60,7 @@ def test_in_vmem_sets_memory_space_one():
 
 # A forward kernel in a called computation (as jax emits `jit(fwd)`): leaf 0 flows back to the entry and is
 # read by the backward kernel `b` (through a negate), leaf 1 is returned by the program, leaf 2 is never
-# read; `b`'s result is added to itself and returned (read again, but by no kernel).
+# read; `b`'s result is returned as it is.
 _FWD_BWD = """HloModule m
 
 %fwd (p: f32[1,8,2048,128]) -> (f32[1,8,2048,128], f32[1,8,2048,128]) {
@@ -79,8 +79,7 @@ ENTRY %main (q: f32[1,8,2048,128]) -> (f32[1,8,2048,128], f32[1,8,2048,128]) {
   %l2 = f32[1,8,2048,128]{3,2,1,0} get-tuple-element(%c), index=1
   %ob = f32[1,8,2048,128]{3,2,1,0} negate(%o2)
   %b = f32[1,8,2048,128]{3,2,1,0} custom-call(%ob), custom_call_target="tpu_custom_call", backend_config="{}"
-  %bb = f32[1,8,2048,128]{3,2,1,0} add(%b, %b)
-  ROOT %t = (f32[1,8,2048,128]{3,2,1,0}, f32[1,8,2048,128]{3,2,1,0}) tuple(%bb, %l2)
+  ROOT %t = (f32[1,8,2048,128]{3,2,1,0}, f32[1,8,2048,128]{3,2,1,0}) tuple(%b, %l2)
 }
 """
 
@@ -94,6 +93,17 @@ def test_result_read_again_and_not_returned_is_resident():
     # Only leaf 0 of %f (position 1 + 0, after its one operand): leaf 1 is returned, leaf 2 unread, and
     # %b's own result is returned.
     assert _predict_results("v5e") == {("fwd", "f"): frozenset({1})}
+
+
+def test_result_an_xla_op_reads_is_resident():
+    # %b's result added to itself before it is returned: the add reads it on the device, so the kernel writes
+    # it to VMEM (fused splash backward's dq output, read by a reduction, and paged attention's output, read
+    # by an elementwise op, were S(1) on v5e/v6e/v7x in the compiler's allocation lists).
+    text = _FWD_BWD.replace("tuple(%b, %l2)", "tuple(%bb, %l2)").replace(
+        "  ROOT %t =", "  %bb = f32[1,8,2048,128]{3,2,1,0} add(%b, %b)\n  ROOT %t =")
+    module = parse_module(text)
+    found = predict_resident_results(module, list(tpu_custom_calls(module)), generation("v5e"), 0)
+    assert found == {("fwd", "f"): frozenset({1}), ("main", "b"): frozenset({1})}
 
 
 def test_results_share_the_budget_left_by_resident_inputs():
@@ -150,7 +160,7 @@ def test_parameter_read_once_is_not_produced():
 
 def test_result_returned_and_read_by_a_kernel_is_resident():
     # jax.vjp programs return the forward output o and feed it to the dq/dkv kernels: S(1) on v5e/v6e.
-    text = _FWD_BWD.replace("tuple(%bb, %l2)", "tuple(%bb, %o2)")
+    text = _FWD_BWD.replace("tuple(%b, %l2)", "tuple(%b, %o2)")
     module = parse_module(text)
     found = predict_resident_results(module, list(tpu_custom_calls(module)), generation("v6e"), 0)
     assert found == {("fwd", "f"): frozenset({1})}
@@ -168,8 +178,8 @@ def test_parameter_with_a_narrow_minor_dim_is_relaid_out_and_resident_on_v5e():
 
 def test_returned_head_dim_64_result_is_relaid_out_and_resident():
     # Leaf 1 of %f is returned as it is, with a 64-wide minor dim: XLA copies it to the program's layout (the
-    # long axis in the lanes), so the kernel writes it to VMEM on v5e/v6e/v7x, not on v5p; so is %b's result
-    # (returned through an add). Leaf 2 is never read: it keeps its window.
+    # long axis in the lanes), so the kernel writes it to VMEM on v5e/v6e/v7x, not on v5p; so is %b's result.
+    # Leaf 2 is never read: it keeps its window.
     text = _FWD_BWD.replace("f32[1,8,2048,128]", "f32[1,8,2048,64]")
     module = parse_module(text)
     calls = list(tpu_custom_calls(module))
