@@ -4,6 +4,7 @@ Missing corpus data skips, or fails under CI=true."""
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 
@@ -33,6 +34,12 @@ def manifest(name: str) -> list[dict[str, str]]:
     lines = (corpus_dir(name) / "MANIFEST.tsv").read_text(encoding="utf-8").splitlines()
     header = lines[0].split("\t")
     return [dict(zip(header, (unescape(v) for v in line.split("\t")))) for line in lines[1:] if line]
+
+
+def tsv_rows(path: Path) -> list[dict[str, str]]:
+    """Rows of a tab-separated table with a header line (a fixture MANIFEST.tsv, LLO_BREAKDOWN.tsv), as dicts."""
+    with open(require_path(path), newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
 
 
 def unescape(value: str) -> str:

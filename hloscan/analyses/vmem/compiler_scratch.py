@@ -92,8 +92,7 @@ def forward_single_step_accumulators(kernel: MosaicKernel, blocks: list[Any]) ->
     out_shapes = {tuple(b.block_shape[-2:]) for b in blocks if b.role == "output" and b.counted}
     out = []
     for b in blocks:
-        if (b.role == "scratch" and b.counted and b.memory_space == "vmem" and b.dtype in ("f32", "s32")
-                and len(b.block_shape) >= 2 and tuple(b.block_shape[-2:]) in out_shapes & dots
+        if (_is_32bit_vmem_scratch(b) and tuple(b.block_shape[-2:]) in out_shapes & dots
                 and math.prod(b.block_shape[:-2]) == 1):
             b = _forwarded(b, "accumulator of a one-step grid reduction: Mosaic forwards its stores to its "
                               "loads and allocates no scratch (oracle)")
@@ -108,10 +107,14 @@ def _reads_only_unit_grid_indices(kernel: MosaicKernel) -> bool:
     return all(0 <= i < len(grid) and grid[i] == 1 for i in read)
 
 
-def _is_full_lane_32bit_scratch(block: Any) -> bool:
-    shape = block.block_shape
+def _is_32bit_vmem_scratch(block: Any) -> bool:
+    """A counted 32-bit (f32/s32) VMEM scratch buffer of at least two dimensions: what rules 1 and 1b forward."""
     return (block.role == "scratch" and block.counted and block.memory_space == "vmem"
-            and block.dtype in ("f32", "s32") and len(shape) >= 2 and shape[-1] % LANES == 0)
+            and block.dtype in ("f32", "s32") and len(block.block_shape) >= 2)
+
+
+def _is_full_lane_32bit_scratch(block: Any) -> bool:
+    return _is_32bit_vmem_scratch(block) and block.block_shape[-1] % LANES == 0
 
 
 def _forwarded(block: Any, why: str) -> Any:

@@ -353,8 +353,8 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
     if loop_scores is not None:
         return loop_scores
     found = None
-    # The block rules need windowed inputs and outputs; the score matrices do not (their inputs may be
-    # DMA'd by the kernel or already in VMEM, S(1)).
+    # The block rules need the kernel's VMEM input blocks (windowed or whole in VMEM) and windowed outputs;
+    # the score matrices do not (their inputs may be DMA'd by the kernel).
     narrow_mxu = lambda k, i, o, b, g: compiler_scratch.narrow_mxu_matmul_scratch(k, i, g)
     small_m = lambda k, i, o, b, g: compiler_scratch.small_m_dot_scratch(k, i, g)
     for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, narrow_mxu, small_m, _upcast_8bit_scratch):

@@ -63,10 +63,9 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
                     "memory-space assignment (S(1), no window; an estimate from the pre-optimisation dump)")
             est = replace(est, notes=est.notes + (note,))
         if results:
-            note = (f"results {', '.join(results)} (read by other kernels or XLA ops, or relaid out after this one) "
-                    "predicted to be "
-                    "written whole to VMEM by XLA's memory-space assignment (S(1), no output window; an "
-                    "estimate from the pre-optimisation dump)")
+            note = (f"results {', '.join(results)} (read by other kernels or XLA ops, or relaid out after this "
+                    "one) predicted to be written whole to VMEM by XLA's memory-space assignment (S(1), no output "
+                    "window; an estimate from the pre-optimisation dump)")
             est = replace(est, notes=est.notes + (note,))
         out.append(Kernel(comp, inst, est, tpu is None))
     return out

@@ -290,8 +290,8 @@ def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, 
     (splash), predicted there within its 16 MiB budget (`TpuGeneration.msa_results_in_vmem`). A result an
     XLA op reads on the device is written to VMEM too: paged attention's output (read by an elementwise op,
     then returned) and fused splash backward's dq output (read by a reduction) were S(1) on v5e/v6e/v7x in
-    the compiler's allocation lists (fixtures/oracle_new/*/LLO_BREAKDOWN.tsv). They come after the kernels' resident
-    inputs (`used` bytes, counted over the whole module), largest first, within the same budget.
+    the compiler's allocation lists (fixtures/oracle_new/*/LLO_BREAKDOWN.tsv). They come after the kernels'
+    resident inputs (`used` bytes, counted over the whole module), largest first, within the same budget.
 
     Results XLA relays out (`_relaid_out`: a head-dim-64 output, whose program-level layout puts the long
     axis in the lanes) are copied on the device after the kernel, and the kernel writes them to VMEM too:

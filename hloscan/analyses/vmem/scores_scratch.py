@@ -41,8 +41,13 @@ _BACKWARD_FACTOR = 1.2  # x one score matrix, however many key blocks are unroll
 # How far the compiler's own spill (its allocation list after register allocation, fixtures/oracle_new/*/
 # LLO_BREAKDOWN.tsv: 131 forward and 88 backward kernels) fell from the allowance: register allocation
 # scatters it at fixed block shapes, so the user is told the range.
-_FORWARD_SPREAD = "the compiler spilled 0.76-1.08x this for half of 131 measured kernels, 0.6-1.3x for nine in ten"
-_BACKWARD_SPREAD = "the compiler spilled 0.77-1.27x this for half of 88 measured kernels, 0.6-1.6x for nine in ten"
+def _spread(kernels: int, half: tuple[float, float], most: tuple[float, float]) -> str:
+    return (f"the compiler spilled {half[0]}-{half[1]}x this for half of {kernels} measured kernels, "
+            f"{most[0]}-{most[1]}x for nine in ten")
+
+
+_FORWARD_SPREAD = _spread(131, (0.76, 1.08), (0.6, 1.3))
+_BACKWARD_SPREAD = _spread(88, (0.77, 1.27), (0.6, 1.6))
 
 
 def _f32_bytes(shape: tuple[int, ...]) -> int:

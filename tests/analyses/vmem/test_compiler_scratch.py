@@ -8,13 +8,12 @@ the compiler's per-kernel `scoped_sum` (MANIFEST.tsv), as eval_real.py does.
 
 from __future__ import annotations
 
-import csv
 import re
 from pathlib import Path
 
 import pytest
 
-from corpus import CORPUS, FIXTURES, require_path
+from corpus import CORPUS, FIXTURES, tsv_rows
 from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel, parse_backend_config
 from hloscan.hlo.parser import parse_module
 
@@ -32,8 +31,7 @@ def _roots(batch: str) -> list[Path]:
 
 
 def _rows(root: Path) -> list[dict[str, str]]:
-    with open(require_path(root / "MANIFEST.tsv"), newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    rows = tsv_rows(root / "MANIFEST.tsv")
     return [r for r in rows if r["verdict"] == "ok" and r["scoped_sum"] and FAMILIES.search(r["case"])]
 
 

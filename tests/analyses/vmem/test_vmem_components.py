@@ -11,13 +11,12 @@ case summed, as eval_real does).
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from corpus import FIXTURES
+from corpus import FIXTURES, tsv_rows
 from hloscan.analyses.vmem.kernels import estimate_module
 from hloscan.hlo.parser import parse_module
 
@@ -38,20 +37,15 @@ FLOORS = {
 }
 
 
-def _table(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-
-
 def _breakdown(folder: str) -> dict[str, list[dict[str, str]]]:
     by_case: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for row in _table(ROOT / folder / "LLO_BREAKDOWN.tsv"):
+    for row in tsv_rows(ROOT / folder / "LLO_BREAKDOWN.tsv"):
         by_case[row["case"]].append(row)
     return by_case
 
 
 def _manifest(folder: str) -> dict[str, dict[str, str]]:
-    return {row["case"]: row for row in _table(ROOT / folder / "MANIFEST.tsv")}
+    return {row["case"]: row for row in tsv_rows(ROOT / folder / "MANIFEST.tsv")}
 
 
 def _exact_part(case_dir: Path, generation: str) -> tuple[int, int]:
