@@ -60,6 +60,7 @@ from dataclasses import replace
 from typing import Any
 
 from hloscan.analyses.tpu import TpuGeneration
+from hloscan.analyses.vmem.allowance import Allowance, Spread
 from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
 from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, dtype_bits, padded_bytes, vmem_sublane_tile
 
@@ -124,10 +125,11 @@ def _forwarded(block: Any, why: str) -> Any:
 # --------------------------------------------------------------------------------------- rule 2
 _NARROW_MXU_MIN_K = 512
 _NARROW_MXU_LHS_FRACTION = 0.5
+NARROW_MXU_SPREAD = Spread(0.0, 2.36, 5)  # gmm/tgmm: none on some, up to 2.4x
 
 
-def narrow_mxu_matmul_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration) -> tuple[int, str] | None:
-    """Rule 2: a 16-bit dot with a 512-deep contraction block on a 128-wide MXU (lower bound)."""
+def narrow_mxu_matmul_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration) -> Allowance | None:
+    """Rule 2: a 16-bit dot with a 512-deep contraction block on a 128-wide MXU."""
     if gen.mxu_width > 128 or not kernel.uses("tpu.matmul") or len(inputs) < 2:
         return None
     lhs = inputs[0]
@@ -135,13 +137,16 @@ def narrow_mxu_matmul_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuG
         return None
     if lhs.block_shape[-1] != _NARROW_MXU_MIN_K:
         return None
-    return (int(lhs.padded_bytes * _NARROW_MXU_LHS_FRACTION),
-            f"allowance for internal scratch of a 16-bit dot with bk={lhs.block_shape[-1]} on a "
-            f"{gen.mxu_width}-wide MXU (lower bound, empirical)")
+    return Allowance("narrow-mxu-dot", int(lhs.padded_bytes * _NARROW_MXU_LHS_FRACTION),
+                     f"allowance for internal scratch of a 16-bit dot with bk={lhs.block_shape[-1]} on a "
+                     f"{gen.mxu_width}-wide MXU (empirical)", NARROW_MXU_SPREAD)
 
 
 # --------------------------------------------------------------------------------------- rule 3
-def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[int, str] | None:
+LOOP_SCORES_SPREAD = Spread(0.81, 1.69, 23)  # ragged paged attention
+
+
+def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> Allowance | None:
     """Rule 3: f32 exp() values computed inside a runtime loop, times the generation's factors (values
     within the vector register file, and larger ones)."""
     if not has_runtime_loop(kernel) or not kernel.uses("tpu.matmul"):
@@ -154,17 +159,19 @@ def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> tuple[int, 
     small = sum(n for n in sizes if n <= VREG_FILE_BYTES)
     large = sum(n for n in sizes if n > VREG_FILE_BYTES)
     dims = "x".join(map(str, max(exps, key=math.prod)))
-    return (int(small * gen.loop_scores_factor + large * gen.loop_spilled_scores_factor),
-            f"allowance for {len(exps)} f32 attention score/rescale values (largest {dims}) computed in a "
+    return Allowance(
+        "loop-scores", int(small * gen.loop_scores_factor + large * gen.loop_spilled_scores_factor),
+        f"allowance for {len(exps)} f32 attention score/rescale values (largest {dims}) computed in a "
             f"runtime loop, {gen.loop_scores_factor} x / {gen.loop_spilled_scores_factor} x their size within "
-            "/ beyond the register file (empirical estimate)")
+            "/ beyond the register file (empirical estimate)", LOOP_SCORES_SPREAD)
 
 
 # --------------------------------------------------------------------------------------- rule 4
 _SMALL_M_DOT_SCRATCH_32BIT = 36 * 1024
+SMALL_M_DOT_SPREAD = Spread(0.94, 7.44, 10)  # 9 of 10 within 0.94-1.0x; a 2-row dot 7.4x
 
 
-def small_m_dot_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration) -> tuple[int, str] | None:
+def small_m_dot_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration) -> Allowance | None:
     """Rule 4: a dot of at most one sublane tile of rows on a 128-wide MXU (constant, empirical)."""
     if gen.mxu_width > 128 or not inputs:
         return None
@@ -173,5 +180,5 @@ def small_m_dot_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGenerat
         return None
     bits = max(8, min(dtype_bits(b.dtype) for b in inputs))
     size = _SMALL_M_DOT_SCRATCH_32BIT * 32 // bits
-    return size, (f"allowance for internal scratch of a dot with {min(rows)} rows on a {gen.mxu_width}-wide "
-                  "MXU (empirical constant)")
+    return Allowance("small-m-dot", size, f"allowance for internal scratch of a dot with {min(rows)} rows on a "
+                     f"{gen.mxu_width}-wide MXU (empirical constant)", SMALL_M_DOT_SPREAD)

@@ -11,6 +11,7 @@ from hloscan.hlo.attrs import unquote
 from hloscan.hlo.ir import Shape
 from hloscan.analyses.tpu import GENERATIONS, KIB, MIB, TpuGeneration, generation
 from hloscan.analyses.vmem import compiler_scratch
+from hloscan.analyses.vmem.allowance import EXACT, LOWER_BOUND, Allowance, Spread, total_range
 from hloscan.analyses.vmem.mosaic import read_kernel
 from hloscan.analyses.vmem.scores_scratch import attention_scores_scratch, spilled_scores_scratch
 from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, type_text
@@ -86,6 +87,10 @@ class KernelEstimate:
     misaligned: tuple[str, ...] = ()  # E2002 candidates
     notes: tuple[str, ...] = ()
     decode_error: str | None = None
+    # Where the compiler's figure is expected, given the allowances' measured spreads (None: no allowance
+    # with a spread, or a measured figure); the high end is None when an allowance is a lower bound.
+    range_bytes: tuple[int, int | None] | None = None
+    allowances: tuple[Allowance, ...] = ()
 
     @property
     def headroom_bytes(self) -> int:
@@ -336,22 +341,24 @@ def _misaligned(block: BlockEstimate, op: _Operand) -> str | None:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], config: dict[str, Any],
-                        gen: TpuGeneration) -> tuple[int, str | None]:
-    """`internal_scratch_in_bytes` when set; else an allowance for known compiler-internal scratch.
+def _internal_allowances(kernel: MosaicKernel, blocks: list[BlockEstimate], config: dict[str, Any],
+                         gen: TpuGeneration) -> list[Allowance]:
+    """`internal_scratch_in_bytes` when set; else allowances for known compiler-internal scratch.
 
     The allowances are empirical fits to the oracle's `used_scoped_memory_configs` (an estimate, not a
-    measurement): Mosaic allocates this scratch itself (relayouts, spilled matmul results, upcasts).
+    measurement, each with its measured spread): Mosaic allocates this scratch itself (relayouts, spilled
+    matmul results, upcasts).
     """
     call = config.get("custom_call_config")
     if isinstance(call, dict) and isinstance(call.get("internal_scratch_in_bytes"), int):
-        return call["internal_scratch_in_bytes"], "internal_scratch_in_bytes"
+        return [Allowance("internal_scratch_in_bytes", call["internal_scratch_in_bytes"],
+                          "internal_scratch_in_bytes", EXACT)]
     # The block rules read block shapes, which an operand whole in VMEM (S(1), no window) still has.
     inputs = [b for b in blocks if b.role == "input" and (b.counted or b.memory_space == "vmem")]
     outputs = [b for b in blocks if b.role == "output" and b.counted]
     loop_scores = compiler_scratch.loop_scores_scratch(kernel, gen)
     if loop_scores is not None:
-        return loop_scores
+        return [loop_scores]
     found = None
     # The block rules need the kernel's VMEM input blocks (windowed or whole in VMEM) and windowed outputs;
     # the score matrices do not (their inputs may be DMA'd by the kernel).
@@ -365,20 +372,17 @@ def _internal_allowance(kernel: MosaicKernel, blocks: list[BlockEstimate], confi
     # the per-generation fit is for kernels whose every input arrives through a VMEM window.
     manual_dma = any(b.role == "input" and b.memory_space in ("any", "hbm") for b in blocks)
     scores = spilled_scores_scratch(kernel) if manual_dma else attention_scores_scratch(kernel, gen)
-    if scores is None:
-        return found or (0, None)
-    if found is None:
-        return scores
-    return found[0] + scores[0], f"{found[1]}; {scores[1]}"
+    return [a for a in (found, scores) if a is not None]
 
 
-def _int8_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
+def _int8_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> Allowance | None:
     """8-bit matmuls measured +86 KiB…1.9 MiB (relayout of the i32 result): a quarter of the output
     block, a lower bound of what was measured."""
     if not kernel.uses("tpu.matmul") or not any(dtype_bits(b.dtype) == 8 for b in inputs):
         return None
     out = max(outputs, key=lambda b: b.padded_bytes)
-    return out.padded_bytes // 4, "allowance for 8-bit matmul internal scratch"
+    return Allowance("int8-matmul", out.padded_bytes // 4, "allowance for 8-bit matmul internal scratch",
+                     LOWER_BOUND)
 
 
 # K-tiled 16-bit matmuls with a contracting block of >= 1024 added 1.9-2.9 bytes per lhs-block element
@@ -386,9 +390,11 @@ def _int8_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str
 # v6e/v7x added nothing and v4/v5e 0.1-0.5 MiB. Some v7x kernels with bn = 512 added nothing at all.
 _KTILED_SCRATCH_PER_LHS_BYTE = 1.2
 _KTILED_MIN_K = 1024
+# ... and in the compiler's allocation lists of gmm/tgmm and matmul kernels (some v7x ones none at all).
+KTILED_SPREAD = Spread(0.0, 1.13, 26)
 
 
-def _ktiled_16bit_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
+def _ktiled_16bit_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> Allowance | None:
     """`acc[...] += dot(x, y)` with bf16/f16 blocks and a deep contraction: Mosaic keeps the dot's
     operands/partial results in compiler-internal scratch, roughly proportional to the lhs block."""
     if not kernel.uses("tpu.matmul") or not kernel.uses("arith.addf"):
@@ -401,14 +407,16 @@ def _ktiled_16bit_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[
     if k < _KTILED_MIN_K:
         return None
     size = int(inputs[0].padded_bytes * _KTILED_SCRATCH_PER_LHS_BYTE)
-    return size, f"allowance for compiler-internal scratch of a K-tiled 16-bit matmul (bk={k}, empirical)"
+    return Allowance("ktiled-16bit-matmul", size,
+                     f"allowance for compiler-internal scratch of a K-tiled 16-bit matmul (bk={k}, empirical)",
+                     KTILED_SPREAD)
 
 
 _ARITH_OPS = ("arith.addi", "arith.addf", "arith.muli", "arith.mulf", "arith.subi", "arith.subf",
               "arith.divf", "arith.maxsi", "arith.maximumf", "arith.minsi", "arith.minimumf")
 
 
-def _upcast_8bit_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str] | None:
+def _upcast_8bit_scratch(kernel, inputs, outputs, blocks, gen) -> Allowance | None:
     """On chips whose VPU works on 32 bits only (v4), an 8-bit elementwise kernel's widened values
     take a 32-bit copy of the output block per buffer (oracle: +8 MiB for 1 MiB int8 blocks)."""
     if not gen.upcast_8bit_scratch or kernel.uses("tpu.matmul"):
@@ -424,7 +432,9 @@ def _upcast_8bit_scratch(kernel, inputs, outputs, blocks, gen) -> tuple[int, str
         return None
     rows = out.block_shape[-2]
     wide = padded_bytes(out.block_shape, 32, vmem_sublane_tile(32, rows))
-    return wide * out.buffers, "allowance for compiler-internal 32-bit upcast scratch of an 8-bit elementwise kernel (empirical)"
+    return Allowance("upcast-8bit", wide * out.buffers,
+                     "allowance for compiler-internal 32-bit upcast scratch of an 8-bit elementwise kernel (empirical)",
+                     LOWER_BOUND)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -477,6 +487,7 @@ class _Parts:
     scratch: int
     separate: int
     internal: int
+    allowances: list[Allowance] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -497,9 +508,8 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
         windows.append(_window_block(i, param, memref, op, kernel.grid, gen))
     scratch = _classify_scratch([_scratch_block(i, m) for i, m in enumerate(kernel.scratch_types)], windows)
     blocks = windows + scratch
-    internal, why = _internal_allowance(kernel, blocks, config, gen)
-    if why:
-        notes.append(f"{why}: {internal} bytes")
+    allowances = _internal_allowances(kernel, blocks, config, gen)
+    notes.extend(a.note for a in allowances)
     scratch = compiler_scratch.forward_single_step_accumulators(kernel, scratch + windows)[:len(scratch)]
     blocks = windows + scratch
     return _Parts(
@@ -507,16 +517,18 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
         windows=sum(b.total_bytes for b in windows),
         scratch=sum(b.total_bytes for b in scratch),
         separate=sum(b.padded_bytes for b in scratch if b.memory_space == "vmem" and not b.counted),
-        internal=internal,
+        internal=sum(a.size for a in allowances),
+        allowances=allowances,
         notes=notes,
     )
 
 
 def _lower_bound_note(parts: _Parts) -> str:
     odd = [b for b in parts.blocks if b.counted and b.block_shape and b.block_shape[-1] % LANES]
-    text = ("register spills and Mosaic-internal scratch are only partly modelled (lower bound; empirical "
-            "allowances for K-tiled 16-bit matmuls, 8-bit matmuls and v4 8-bit upcasts are included); XLA may "
-            "instead place whole small operands in VMEM (S(1)) and drop their windows (compiled figure lower)")
+    text = ("register spills and Mosaic-internal scratch are modelled only where an empirical allowance applies "
+            "(attention scores, K-tiled and narrow matmuls, 8-bit matmuls and upcasts; each with its measured "
+            "spread in range_bytes) and left out elsewhere; XLA may instead place whole small operands in VMEM "
+            "(S(1)) and drop their windows (compiled figure lower)")
     if odd:
         text += "; lane dims not a multiple of 128 can cost 2-4x more (relayouts)"
     return text
@@ -653,6 +665,14 @@ def estimate_kernel(
         misaligned=misaligned,
         notes=tuple(notes),
         decode_error=decode_error,
+        range_bytes=_estimate_range(parts) if kind == "estimate" else None,
+        allowances=tuple(parts.allowances),
     )
+
+
+def _estimate_range(parts: _Parts) -> tuple[int, int | None] | None:
+    if all(a.spread == EXACT for a in parts.allowances):
+        return None
+    return total_range(parts.windows + parts.scratch, parts.allowances)
 
 

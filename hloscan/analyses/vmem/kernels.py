@@ -96,9 +96,13 @@ def figure_label(est: KernelEstimate) -> str:
         return "measured scoped VMEM (used_scoped_memory_configs)"
     if est.kind == "whole-array":
         return "scoped VMEM estimate (whole arrays, kernel body not decoded)"
-    if est.internal_bytes and any(n.startswith("allowance") for n in est.notes):
-        return f"scoped VMEM estimate (lower bound; includes a {mib(est.internal_bytes)} allowance for compiler-internal scratch)"
-    return "scoped VMEM estimate (lower bound)"
+    if not est.allowances or est.range_bytes is None:
+        return "scoped VMEM estimate (lower bound)"
+    allowance = f"includes a {mib(est.internal_bytes)} allowance for compiler-internal scratch"
+    low, high = est.range_bytes
+    if high is None:
+        return f"scoped VMEM estimate (lower bound; {allowance})"
+    return f"scoped VMEM estimate ({allowance}; {low / MIB:.2f}-{high / MIB:.2f} MiB with its measured spread)"
 
 
 def tpu_label(est: KernelEstimate, assumed: bool) -> str:
@@ -159,6 +163,10 @@ def estimate_json(est: KernelEstimate, assumed: bool) -> dict[str, Any]:
         "tpu": est.tpu,
         "tpu_assumed": assumed,
         "internal_bytes": est.internal_bytes,
+        "range_bytes": None if est.range_bytes is None else list(est.range_bytes),
+        "allowances": [{"rule": a.rule, "bytes": a.size, "low_bytes": a.low, "high_bytes": a.high,
+                        "spread": [a.spread.low, a.spread.high], "measured_kernels": a.spread.kernels}
+                       for a in est.allowances],
         "fitting_limit_bytes": est.fitting_limit_bytes,
         "block_hint": None if hint is None else {
             "grid_dim": hint.grid_dim, "grid_size": hint.grid_size, "estimate_bytes": hint.estimate_bytes,

@@ -20,8 +20,8 @@ class ScopedVmemTight(Check):
 
     ## What it flags
     A Pallas/Mosaic kernel that fits its scoped VMEM limit, but with less than `margin` (10%) to spare.
-    An estimate is a lower bound, so such a kernel may well hit E1001 once spills or Mosaic-internal
-    scratch are added. A measured figure (`used_scoped_memory_configs` in after_codegen) under the limit is
+    An estimate's compiler-internal scratch is an allowance that scatters (the finding gives the measured
+    range), or is left out where no allowance applies, so such a kernel may well hit E1001. A measured figure (`used_scoped_memory_configs` in after_codegen) under the limit is
     the compiler's own verdict that the kernel fits, so it is not flagged.
 
     ## Why it matters

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from hloscan.analyses.tpu import MIB
 from hloscan.analyses.vmem.capacity import capacity
-from hloscan.analyses.vmem.kernels import estimate_json, hint_text, mib, tpu_label
+from hloscan.analyses.vmem.kernels import estimate_json, figure_label, hint_text, mib, tpu_label
 from hloscan.checks.vmem import VMEM, context_kernels
 from hloscan.checks.vmem.examples import fenced, matmul_module
 from hloscan.lint.finding import Finding, Severity
@@ -23,7 +23,8 @@ class VmemCapacityExceeded(Check):
     after_optimizations) exceed the chip's VMEM: 16 MiB on v4, 128 MiB on v5e/v6e, 63.94 MiB on v5p,
     64 MiB on v7x. This is what a kernel hits when `vmem_limit_bytes` is raised past physical VMEM (the
     scoped check then passes), and on v4, which has no scoped check. Before compilation the figure is an
-    estimate and a lower bound (spills and other program VMEM are not all modelled); the finding says so.
+    estimate: its allowances for compiler-internal scratch come with their measured range, and program VMEM
+    beyond the kernel's operands is not modelled; the finding says so.
 
     ## Why it matters
     XLA fails the compile with `XLA:TPU compile permanent error. Ran out of memory in memory space vmem.
@@ -58,7 +59,7 @@ class VmemCapacityExceeded(Check):
             cap = capacity(est)
             if not cap.exceeds and est.verdict != "vmem-oom":
                 continue
-            what = "measured scoped VMEM" if cap.measured else "scoped VMEM estimate (lower bound)"
+            what = figure_label(est)
             resident = f" + {mib(cap.resident_bytes)} of whole operands already in VMEM (S(1))" \
                 if cap.resident_bytes else ""
             message = (f"kernel {est.kernel_name or est.instruction_name}: {what} {mib(cap.scoped_bytes)}{resident} "
