@@ -53,7 +53,7 @@ def _kernel_json(path: str, kernel: Kernel) -> dict[str, Any]:
 
 def _kernel_text(path: str, kernel: Kernel) -> str:
     est = kernel.estimate
-    grid = "x".join(map(str, est.grid)) or "-"
+    grid = "x".join("?" if d < 0 else str(d) for d in est.grid) or "-"  # ?: known only at run time (gmm groups)
     lines = [f"{path}:{kernel.inst.line}: %{kernel.inst.name} kernel {est.kernel_name or '?'} grid {grid}"]
     lines.extend("  " + _block_text(b) for b in est.blocks)
     if est.internal_bytes:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -15,7 +14,7 @@ from hloscan.lint.engine import Selection, run_checks, selected_checks
 from hloscan.analyses.vmem.explain import explain_e1001, parse_size
 from hloscan.hlo.parser import parse_text
 from messages import SEED, UNTILED_PRINT
-from corpus import CORPUS, FIXTURES as FIXTURES_ROOT, require_path as require
+from corpus import CORPUS, FIXTURES as FIXTURES_ROOT, require_path as require, tsv_rows
 
 LAYOUT = CORPUS / "tpu-oracle" / "layout"
 VMEM = CORPUS / "tpu-oracle" / "vmem"
@@ -140,8 +139,7 @@ def test_parse_size_units():
 def test_e1001_oracle_messages_with_dump():
     manifest = require(VMEM / "MANIFEST.tsv")
     checked = 0
-    with open(manifest, newline="") as f:
-        for row in csv.DictReader(f, delimiter="\t"):
+    for row in tsv_rows(manifest):
             error = VMEM / row["case"] / "error.txt"
             if not row["err_size_bytes"] or not error.exists() or "Scoped allocation" not in error.read_text():
                 continue
@@ -170,10 +168,9 @@ def test_explain_e1001_cli_names_kernel_and_source():
 
 def _pairs() -> dict[tuple[str, str], list[dict[str, str]]]:
     groups: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
-    with open(require(LAYOUT / "MANIFEST.tsv"), newline="") as f:
-        for row in csv.DictReader(f, delimiter="\t"):
-            if row["kind"] == "pair" and row["verdict"] == "ok":
-                groups[(row["generation"], row["case"].split("__", 1)[1].rsplit("_", 1)[0])].append(row)
+    for row in tsv_rows(require(LAYOUT / "MANIFEST.tsv")):
+        if row["kind"] == "pair" and row["verdict"] == "ok":
+            groups[(row["generation"], row["case"].split("__", 1)[1].rsplit("_", 1)[0])].append(row)
     return groups
 
 

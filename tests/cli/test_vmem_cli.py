@@ -118,3 +118,26 @@ def test_undecodable_body_is_a_note_with_whole_array_estimate(tmp_path):
     result = _run("check", "--format", "json", str(broken))
     (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "HLO204"]
     assert finding["severity"] == "note" and "whole arrays" in finding["message"]
+
+
+def test_dynamic_grid_dimension_prints_as_unknown():
+    """gmm's group axis is known only at run time; Mosaic stores it as INT64_MIN, which must not reach users."""
+    case = FIXTURES_ROOT / "oracle_new" / "real2_rpagmm" / "v5e__pallas__gmm_t128x512x256" / "before_optimizations.txt"
+    result = _run("vmem", "--tpu", "v5e", "--format", "json", str(case))
+    (kernel,) = json.loads(result.stdout)["kernels"]
+    assert None in kernel["grid"] and all(d is None or d > 0 for d in kernel["grid"])
+    text = _run("vmem", "--tpu", "v5e", str(case)).stdout
+    assert re.search(r" grid \d+x\?x\d+\n", text) and "-9223372036854775808" not in text
+
+
+def test_estimate_with_an_allowance_gives_its_measured_range():
+    case = FIXTURES_ROOT / "oracle_new" / "real7" / "v6e__pallas__flash_fwd_s_q1024_km2048_k1024" / "before_optimizations.txt"
+    (kernel,) = json.loads(_run("vmem", "--tpu", "v6e", "--format", "json", str(case)).stdout)["kernels"]
+    (allowance,) = kernel["allowances"]
+    assert allowance["rule"] == "attention-forward" and allowance["bytes"] == kernel["internal_bytes"]
+    low, high = kernel["range_bytes"]
+    exact = kernel["estimate_bytes"] - kernel["internal_bytes"]
+    assert (low, high) == (exact + allowance["low_bytes"], exact + allowance["high_bytes"])
+    assert low < kernel["estimate_bytes"] < high
+    text = _run("vmem", "--tpu", "v6e", str(case)).stdout
+    assert f"{low / 2**20:.2f}-{high / 2**20:.2f} MiB with its measured spread" in text and "lower bound" not in text

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from hloscan.analyses.tpu import generation
 
-import csv
-
 import pytest
 
 from _shape_reader import LAYOUT_DIR, parse_shape, require
+from corpus import tsv_rows
 from hloscan.hlo.ir import Layout, Shape, Tile
 from hloscan.hlo.layout import (
     UnsizedShapeError,
@@ -24,8 +23,7 @@ from hloscan.hlo.layout import (
 
 
 def _rows() -> list[dict[str, str]]:
-    with open(require(LAYOUT_DIR / "LAYOUTS.tsv"), newline="") as f:
-        return list(csv.DictReader(f, delimiter="\t"))
+    return tsv_rows(require(LAYOUT_DIR / "LAYOUTS.tsv"))
 
 
 def test_every_layouts_tsv_row_exact():

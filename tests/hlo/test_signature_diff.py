@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 import re
@@ -11,6 +10,7 @@ from collections import defaultdict
 import pytest
 
 from _shape_reader import LAYOUT_DIR, load_module, parse_shape, require
+from corpus import tsv_rows
 from hloscan.analyses.layouts.memory_report import memory_report, render_memory
 from hloscan.hlo.parser import parse_text
 from hloscan.hlo.signature import (
@@ -27,11 +27,10 @@ from hloscan.hlo.signature import (
 def _pair_rows() -> dict[tuple[str, str], list[dict[str, str]]]:
     """(generation, group) -> MANIFEST rows of the pair cases that differ only in parameter layout."""
     groups: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
-    with open(require(LAYOUT_DIR / "MANIFEST.tsv"), newline="") as f:
-        for row in csv.DictReader(f, delimiter="\t"):
-            if row["kind"] == "pair" and row["verdict"] == "ok":
-                group = row["case"].split("__", 1)[1].rsplit("_", 1)[0]
-                groups[(row["generation"], group)].append(row)
+    for row in tsv_rows(require(LAYOUT_DIR / "MANIFEST.tsv")):
+        if row["kind"] == "pair" and row["verdict"] == "ok":
+            group = row["case"].split("__", 1)[1].rsplit("_", 1)[0]
+            groups[(row["generation"], group)].append(row)
     return groups
 
 
@@ -75,9 +74,8 @@ def test_many_parameters_with_index_comments_match_layouts_tsv():
     module = load_module(LAYOUT_DIR / "v4__bfloat16" / "after_optimizations.txt")
     sig = module_signature(module)
     assert sig.layout_source == "entry_computation_layout" and len(sig.parameters) == 23
-    with open(require(LAYOUT_DIR / "LAYOUTS.tsv"), newline="") as f:
-        expected = {r["layout"]: int(r["bytes"]) for r in csv.DictReader(f, delimiter="\t")
-                    if r["generation"] == "v4" and r["dtype"] == "bfloat16"}
+    expected = {r["layout"]: int(r["bytes"]) for r in tsv_rows(require(LAYOUT_DIR / "LAYOUTS.tsv"))
+                if r["generation"] == "v4" and r["dtype"] == "bfloat16"}
     for p in sig.parameters:
         assert p.bytes == expected[p.shape_text], p.shape_text
     assert sig.parameters[12].name == "xs_12_.1" and sig.parameters[12].op_name == "xs[12]"

@@ -219,8 +219,8 @@ def _keeps_window_in_vmem(block: Sequence[int], op: _Operand) -> bool:
 def _in_tiles(shape: Sequence[int], rows: int) -> list[int]:
     """The shape counted in (rows, 128) tiles over its last two dimensions, the order VMEM stores them in."""
     if len(shape) < 2:
-        return [-(-shape[-1] // LANES)]
-    return list(shape[:-2]) + [-(-shape[-2] // rows), -(-shape[-1] // LANES)]
+        return [math.ceil(shape[-1] / LANES)]
+    return list(shape[:-2]) + [math.ceil(shape[-2] / rows), math.ceil(shape[-1] / LANES)]
 
 
 def _contiguous(block: list[int], full: list[int]) -> bool:

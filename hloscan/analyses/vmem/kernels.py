@@ -152,7 +152,7 @@ def estimate_json(est: KernelEstimate, assumed: bool) -> dict[str, Any]:
     hint = est.block_hint
     return {
         "name": est.kernel_name,
-        "grid": list(est.grid),
+        "grid": [d if d >= 0 else None for d in est.grid],  # None: a dynamic grid dimension (gmm's groups)
         "blocks": [block_json(b) for b in est.blocks],
         "estimate_bytes": est.estimate_bytes,
         "predicted_bytes": est.predicted_bytes,

@@ -3,14 +3,13 @@ family: E1000 verdicts, the memory-usage-report total, and memory_analysis()'s a
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 from pathlib import Path
 
 import pytest
 
-from corpus import CORPUS
+from corpus import CORPUS, tsv_rows
 from hloscan.analyses.hbm import analyze_modules
 from hloscan.hlo.loader import load_file
 
@@ -24,8 +23,7 @@ def _cases() -> list[dict]:
         if os.environ.get("CI") == "true":
             pytest.fail(f"TPU oracle corpus missing at {REAL} (required when CI=true)")
         pytest.skip(f"TPU oracle corpus not found at {REAL}")
-    with open(manifest, newline="") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+    rows = tsv_rows(manifest)
     return [r for r in rows if r["family"] == "hbm"]
 
 

@@ -81,7 +81,7 @@ def test_stated_spread_is_the_measured_one(rule: str, ratios: dict[str, list[flo
 
 # Cases whose compiler figure lies within the estimate's range (every kernel's range summed; an estimate
 # without a range counts as its single figure, within 2%), measured when the ranges were introduced: 249 of
-# 280 cases (89%; real7, compiled before, 29/32).
+# 280 cases (89%). real8 was compiled after the spreads were set and is not part of their measurement: 28/32.
 COVERAGE_FLOORS = {
     "shared": (54, 58),
     "real": (31, 35),
@@ -92,6 +92,7 @@ COVERAGE_FLOORS = {
     "real5": (25, 30),
     "real6": (21, 23),
     "real7": (29, 32),
+    "real8": (28, 32),
 }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import csv
 import hashlib
 import json
 import os
@@ -14,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corpus import CORPUS, FIXTURES as FIXTURES_ROOT, require_path
+from corpus import CORPUS, FIXTURES as FIXTURES_ROOT, require_path, tsv_rows
 from hloscan.analyses.vmem.mosaic import read_kernel
 from hloscan.analyses.vmem.mosaic.bytecode import (
     MAGIC,
@@ -120,8 +119,7 @@ def _corpus_cases() -> list[dict]:
         if os.environ.get("CI") == "true":
             pytest.fail(f"TPU oracle corpus missing at {VMEM} (required when CI=true)")
         pytest.skip(f"TPU oracle corpus not found at {VMEM}")
-    with open(VMEM / "MANIFEST.tsv", newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    rows = tsv_rows(VMEM / "MANIFEST.tsv")
     return [r for r in rows if r["blocks"] and (VMEM / r["case"] / "before_optimizations.txt").is_file()]
 
 

@@ -34,6 +34,7 @@ FLOORS = {
     "real5": (28, 30),
     "real6": (20, 23),
     "real7": (28, 32),  # held out: compiled before the three rules, scored after them (26/32 before)
+    "real8": (28, 32),  # held out: compiled after the last model change
 }
 
 

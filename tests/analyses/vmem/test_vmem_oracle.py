@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from corpus import CORPUS
+from corpus import CORPUS, tsv_rows
 from hloscan.hlo.parser import parse_module
 from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel
 
@@ -46,8 +45,7 @@ def _int(text: str) -> int | None:
 
 
 def load_cases(root: Path) -> list[Case]:
-    with open(root / "MANIFEST.tsv", newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    rows = tsv_rows(root / "MANIFEST.tsv")
     cases = []
     for row in rows:
         verdict = "E1001" if row["verdict"].startswith("E1001") else row["verdict"]
