@@ -362,9 +362,9 @@ def _internal_allowances(kernel: MosaicKernel, blocks: list[BlockEstimate], conf
     found = None
     # The block rules need the kernel's VMEM input blocks (windowed or whole in VMEM) and windowed outputs;
     # the score matrices do not (their inputs may be DMA'd by the kernel).
-    narrow_mxu = lambda k, i, o, b, g: compiler_scratch.narrow_mxu_matmul_scratch(k, i, g)
+    dot_lhs = lambda k, i, o, b, g: compiler_scratch.dot_lhs_spill(k, i, b, g)
     small_m = lambda k, i, o, b, g: compiler_scratch.small_m_dot_scratch(k, i, g)
-    for rule in (_int8_matmul_scratch, _ktiled_16bit_matmul_scratch, narrow_mxu, small_m, _upcast_8bit_scratch):
+    for rule in (_int8_matmul_scratch, dot_lhs, small_m, _upcast_8bit_scratch):
         found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
         if found is not None:
             break
@@ -383,33 +383,6 @@ def _int8_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> Allowance | No
     out = max(outputs, key=lambda b: b.padded_bytes)
     return Allowance("int8-matmul", out.padded_bytes // 4, "allowance for 8-bit matmul internal scratch",
                      LOWER_BOUND)
-
-
-# K-tiled 16-bit matmuls with a contracting block of >= 1024 added 1.9-2.9 bytes per lhs-block element
-# (0.95-1.45 x the bf16 lhs block) on v4..v7x in the oracle and in held-out kernels; with bk <= 512
-# v6e/v7x added nothing and v4/v5e 0.1-0.5 MiB. Some v7x kernels with bn = 512 added nothing at all.
-_KTILED_SCRATCH_PER_LHS_BYTE = 1.2
-_KTILED_MIN_K = 1024
-# ... and in the compiler's allocation lists of gmm/tgmm and matmul kernels (some v7x ones none at all).
-KTILED_SPREAD = Spread(0.0, 1.13, 26)
-
-
-def _ktiled_16bit_matmul_scratch(kernel, inputs, outputs, blocks, gen) -> Allowance | None:
-    """`acc[...] += dot(x, y)` with bf16/f16 blocks and a deep contraction: Mosaic keeps the dot's
-    operands/partial results in compiler-internal scratch, roughly proportional to the lhs block."""
-    if not kernel.uses("tpu.matmul") or not kernel.uses("arith.addf"):
-        return None
-    if len(inputs) < 2 or any(dtype_bits(b.dtype) != 16 for b in inputs[:2]) or len(inputs[0].block_shape) < 2:
-        return None
-    if not any(b.role == "scratch" and b.counted and dtype_bits(b.dtype) == 32 for b in blocks):
-        return None  # no f32 accumulator: not the K-tiled pattern
-    k = inputs[0].block_shape[-1]
-    if k < _KTILED_MIN_K:
-        return None
-    size = int(inputs[0].padded_bytes * _KTILED_SCRATCH_PER_LHS_BYTE)
-    return Allowance("ktiled-16bit-matmul", size,
-                     f"allowance for compiler-internal scratch of a K-tiled 16-bit matmul (bk={k}, empirical)",
-                     KTILED_SPREAD)
 
 
 _ARITH_OPS = ("arith.addi", "arith.addf", "arith.muli", "arith.mulf", "arith.subi", "arith.subf",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from corpus import FIXTURES, corpus_dir, tsv_rows
-from hloscan.analyses.vmem import compiler_scratch, estimate, scores_scratch
+from hloscan.analyses.vmem import compiler_scratch, scores_scratch
 from hloscan.analyses.vmem.allowance import measured_spread
 from hloscan.analyses.vmem.kernels import estimate_module
 from hloscan.hlo.parser import parse_module
@@ -27,9 +27,8 @@ STATED = {
     "attention-forward": scores_scratch.FORWARD_SPREAD,
     "attention-backward": scores_scratch.BACKWARD_SPREAD,
     "loop-scores": compiler_scratch.LOOP_SCORES_SPREAD,
-    "narrow-mxu-dot": compiler_scratch.NARROW_MXU_SPREAD,
+    "dot-lhs-spill": compiler_scratch.DOT_LHS_SPREAD,
     "small-m-dot": compiler_scratch.SMALL_M_DOT_SPREAD,
-    "ktiled-16bit-matmul": estimate.KTILED_SPREAD,
 }
 
 
@@ -81,13 +80,14 @@ def test_stated_spread_is_the_measured_one(rule: str, ratios: dict[str, list[flo
 
 # Cases whose compiler figure lies within the estimate's range (every kernel's range summed; an estimate
 # without a range counts as its single figure, within 2%), measured when the ranges were introduced: 249 of
-# 280 cases (89%). real8 was compiled after the spreads were set and is not part of their measurement: 28/32.
+# 280 cases (89%); 247 once the K-tiled dot rule narrowed its range (real3 25 -> 23). real8 was compiled after
+# the spreads were set and is not part of their measurement: 28/32.
 COVERAGE_FLOORS = {
     "shared": (54, 58),
     "real": (31, 35),
     "real2_attention": (19, 20),
     "real2_rpagmm": (15, 18),
-    "real3": (25, 30),
+    "real3": (23, 30),
     "real4": (30, 34),
     "real5": (25, 30),
     "real6": (21, 23),

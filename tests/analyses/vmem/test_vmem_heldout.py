@@ -20,7 +20,9 @@ from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel
 
 ROOT = FIXTURES / "vmem_heldout"
 # Regression floors = the shares measured when the fixtures were added (see the printed figures).
-FLOORS = {"tuning": 0.73, "heldout": 0.74}  # measured: 51/69, 37/50 (before the allowances: 27/69, 20/50)
+# measured: 53/69, 42/50 with the K-tiled dot rule from controlled compiles (compiler_scratch rule 2); 51/69,
+# 37/50 with the 1.2 x lhs allowance it replaced; 27/69, 20/50 before the allowances.
+FLOORS = {"tuning": 0.76, "heldout": 0.84}
 
 
 def _cases(batch: str) -> list[Path]:

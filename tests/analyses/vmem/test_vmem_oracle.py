@@ -18,9 +18,10 @@ GENERATIONS = ("v4", "v5e", "v5p", "v6e", "v7x")
 # estimate lands within 5% of the oracle's used_scoped_memory_configs figure.
 VERDICT_TARGET = {"v4": 0.90, "v5e": 1.0, "v5p": 1.0, "v6e": 1.0, "v7x": 0.90}
 WITHIN_5_TARGET = 0.80
-# Regression floor = the measured share (142/173 = 82.1% with the internal-scratch allowances and the
-# per-generation (rows, 1) padding; 126/173 before). Out-of-sample figures: tests/test_vmem_heldout.py.
-WITHIN_5_FLOOR = 0.80
+# Regression floor = the measured share (144/173 = 83.2% with the K-tiled dot rule of compiler_scratch rule 2;
+# 142/173 with the allowance it replaced, 126/173 before the internal-scratch allowances and the
+# per-generation (rows, 1) padding). Out-of-sample figures: tests/test_vmem_heldout.py.
+WITHIN_5_FLOOR = 0.83
 
 
 def _corpus_or_skip() -> Path:
