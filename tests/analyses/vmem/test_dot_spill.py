@@ -1,0 +1,58 @@
+"""compiler_scratch rule 2 (a K-tiled 16-bit dot's spilled lhs block) against the controlled compiles it was
+read off: fixtures/oracle_new/dot_grid/DOT_SPILL.tsv, the compiler's own allocation lists for jax's matmul and
+megablox gmm over a grid of block shapes on v4..v7x (written by fixtures/oracle_new/dot_grid.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from corpus import FIXTURES, tsv_rows
+from hloscan.analyses.tpu import generation
+from hloscan.analyses.vmem.compiler_scratch import dot_spill_bytes
+from hloscan.analyses.vmem.kernels import estimate_module
+from hloscan.hlo.parser import parse_module
+
+GRID = FIXTURES / "oracle_new" / "dot_grid" / "DOT_SPILL.tsv"
+# Kernels whose figure, with the compiler's windows and scratch and the rule's spill, is within 5% of the
+# compiler's, per generation, measured when the rule was made (214 of 226; the 1.2 x / 0.5 x lhs allowances
+# it replaced: 94 of the 129 v5e/v6e/v7x kernels without 2048-row blocks).
+FLOORS = {"v4": (39, 41), "v5e": (39, 41), "v5p": (39, 41), "v6e": (50, 51), "v7x": (47, 52)}
+
+
+def _within_5_percent() -> tuple[Counter, Counter]:
+    held, total = Counter(), Counter()
+    for row in tsv_rows(GRID):
+        gen, rows, width, depth = row["generation"], int(row["bm"]), int(row["bn"]), int(row["bk"])
+        exact = sum(int(row[k]) for k in ("windows", "scratch", "other", "internal"))
+        estimate = exact + dot_spill_bytes(generation(gen), rows, depth, width, rows * depth * 2)
+        total[gen] += 1
+        held[gen] += abs(estimate - int(row["figure"])) <= 0.05 * int(row["figure"])
+    return held, total
+
+
+@pytest.mark.parametrize("gen", sorted(FLOORS))
+def test_rule_reproduces_the_grid(gen: str) -> None:
+    held, total = _within_5_percent()
+    floor, kernels = FLOORS[gen]
+    assert (total[gen], held[gen] >= floor) == (kernels, True), (held[gen], total[gen])
+
+
+def test_spill_follows_the_generation_conditions() -> None:
+    """The conditions the grid showed: v7x spills nothing with a 512-wide rhs block below 2048 rows, v6e
+    only its result pass with a 256-wide one, 128-wide MXUs the lhs from bk = 512 on."""
+    lhs = 1024 * 2048 * 2
+    assert dot_spill_bytes(generation("v7x"), 1024, 2048, 512, lhs) == 0
+    assert dot_spill_bytes(generation("v7x"), 1024, 2048, 1024, lhs) == lhs - 32 * 1024
+    assert dot_spill_bytes(generation("v6e"), 1024, 2048, 256, lhs) == 1024 * 256 * 4 - 160 * 1024
+    assert dot_spill_bytes(generation("v6e"), 1024, 512, 1024, 1024 * 512 * 2) == 0
+    assert dot_spill_bytes(generation("v5e"), 256, 512, 256, 256 * 512 * 2) == 256 * 512 * 2 - 32 * 1024
+
+
+def test_real_gmm_kernel_gets_the_rule_through_its_blocks() -> None:
+    """megablox gmm compiled for v7x with (512, 2048, 256) tiles: no spill in the compiler's allocation list,
+    and none predicted (the 1.2 x lhs allowance put it at +80%)."""
+    case = FIXTURES / "oracle_new" / "real8" / "v7x__pallas__gmm_t512x2048x256" / "before_optimizations.txt"
+    (kernel,) = estimate_module(parse_module(case.read_text()), "v7x", None)
+    assert not kernel.estimate.allowances and kernel.estimate.predicted_bytes == 3145728
