@@ -60,9 +60,12 @@ varying one block size at a time (tiles written (tm, tk, tn) for a matmul of (tm
    paged attention measured no internal scratch on v6e/v7x (ppcb 4 and 64: figure = windows, or 4 KiB
    below), and only rule 4's constant on v5p with (8, 8192) scores (256 KiB each).
 
-4. A dot of at most one sublane tile of rows (decode attention: q heads per kv head) on a 128-wide
-   MXU costs a constant internal scratch: paged attention f32 measured +36 KiB on v4, v5e and v5p,
-   whatever the pages per block (4, 16, 64); bf16 (ppcb 128, v5p) +68 KiB. Allowance 36 KiB x 32/bits.
+4. A dot whose rows are not whole sublane tiles (decode attention: q heads per kv head) on a 128-wide MXU
+   costs a constant 36 KiB of internal scratch. Controlled compiles of paged attention (2 kv heads, 1..16 q
+   heads per kv head, f32 and bf16, 16 and 64 pages per block; the allocation list after register
+   allocation): exactly 36864 bytes of `internal scratch` for 2, 3, 4, 6 and 12 rows on v4, v5e and v5p,
+   whatever the dtype and block; none for 1, 8 and 16 rows (a matrix-vector product, whole tiles), and none
+   on v6e at all.
 """
 from __future__ import annotations
 
@@ -200,18 +203,23 @@ def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> Allowance |
 
 
 # --------------------------------------------------------------------------------------- rule 4
-_SMALL_M_DOT_SCRATCH_32BIT = 36 * 1024
-SMALL_M_DOT_SPREAD = Spread(0.94, 7.44, 10)  # 9 of 10 within 0.94-1.0x; a 2-row dot 7.4x
+_PARTIAL_TILE_DOT_SCRATCH = 36 * 1024
+SMALL_M_DOT_SPREAD = Spread(1.0, 7.44, 9)  # 8 of 9 exactly; a 2-row dot spilled 7.4x more
+
+
+def partial_tile_dot_scratch(gen: TpuGeneration, rows: int) -> int:
+    """Rule 4's internal scratch for a dot result of `rows` rows."""
+    return _PARTIAL_TILE_DOT_SCRATCH if gen.mxu_width <= 128 and rows > 1 and rows % _SUBLANES else 0
 
 
 def small_m_dot_scratch(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration) -> Allowance | None:
-    """Rule 4: a dot of at most one sublane tile of rows on a 128-wide MXU (constant, empirical)."""
-    if gen.mxu_width > 128 or not inputs:
+    """Rule 4: a dot whose rows are not whole sublane tiles, on a 128-wide MXU (a measured constant)."""
+    if not inputs:
         return None
-    rows = [shape[-2] for shape in kernel.results_of("tpu.matmul") if len(shape) >= 2]
-    if not rows or min(rows) > _SUBLANES:
+    partial = [shape[-2] for shape in kernel.results_of("tpu.matmul")
+               if len(shape) >= 2 and partial_tile_dot_scratch(gen, shape[-2])]
+    if not partial:
         return None
-    bits = max(8, min(dtype_bits(b.dtype) for b in inputs))
-    size = _SMALL_M_DOT_SCRATCH_32BIT * 32 // bits
-    return Allowance("small-m-dot", size, f"allowance for internal scratch of a dot with {min(rows)} rows on a "
-                     f"{gen.mxu_width}-wide MXU (empirical constant)", SMALL_M_DOT_SPREAD)
+    return Allowance("small-m-dot", _PARTIAL_TILE_DOT_SCRATCH,
+                     f"allowance for internal scratch of a dot with {min(partial)} rows (not whole {_SUBLANES}-row tiles) on a "
+                     f"{gen.mxu_width}-wide MXU (a constant measured in controlled compiles)", SMALL_M_DOT_SPREAD)

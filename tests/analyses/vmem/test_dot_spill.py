@@ -10,7 +10,7 @@ import pytest
 
 from corpus import FIXTURES, tsv_rows
 from hloscan.analyses.tpu import generation
-from hloscan.analyses.vmem.compiler_scratch import dot_spill_bytes
+from hloscan.analyses.vmem.compiler_scratch import dot_spill_bytes, partial_tile_dot_scratch
 from hloscan.analyses.vmem.kernels import estimate_module
 from hloscan.hlo.parser import parse_module
 
@@ -56,3 +56,17 @@ def test_real_gmm_kernel_gets_the_rule_through_its_blocks() -> None:
     case = FIXTURES / "oracle_new" / "real8" / "v7x__pallas__gmm_t512x2048x256" / "before_optimizations.txt"
     (kernel,) = estimate_module(parse_module(case.read_text()), "v7x", None)
     assert not kernel.estimate.allowances and kernel.estimate.predicted_bytes == 3145728
+
+
+PARTIAL_TILE = FIXTURES / "oracle_new" / "dot_grid" / "PARTIAL_TILE_DOT.tsv"
+
+
+def test_partial_tile_dot_scratch_is_the_compilers_internal_scratch() -> None:
+    """Rule 4 against paged attention compiled with 1..16 q heads per kv head: the compiler's internal scratch
+    is the rule's constant exactly, kernel by kernel."""
+    rows = tsv_rows(PARTIAL_TILE)
+    assert len(rows) >= 150 and {r["generation"] for r in rows} == set(FLOORS)
+    for row in rows:
+        expected = partial_tile_dot_scratch(generation(row["generation"]), int(row["rows"]))
+        assert int(row["internal"]) == expected, row
+    assert {int(r["rows"]) for r in rows if int(r["internal"])} == {2, 3, 4, 6, 12}
