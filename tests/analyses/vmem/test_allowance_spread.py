@@ -80,19 +80,20 @@ def test_stated_spread_is_the_measured_one(rule: str, ratios: dict[str, list[flo
 
 # Cases whose compiler figure lies within the estimate's range (every kernel's range summed; an estimate
 # without a range counts as its single figure, within 2%), measured when the ranges were introduced: 249 of
-# 280 cases (89%); 247 once the K-tiled dot rule narrowed its range (real3 25 -> 23). real8 was compiled after
-# the spreads were set and is not part of their measurement: 28/32.
+# 280 cases (89%); 247 once the K-tiled dot rule narrowed its range (real3 25 -> 23), 249 with v7x's loop
+# factor 0.9. real8 was compiled after the spreads were set and is not part of their measurement: 28/32, then
+# 29/32.
 COVERAGE_FLOORS = {
     "shared": (54, 58),
     "real": (31, 35),
     "real2_attention": (19, 20),
     "real2_rpagmm": (15, 18),
-    "real3": (23, 30),
+    "real3": (24, 30),
     "real4": (30, 34),
-    "real5": (25, 30),
+    "real5": (26, 30),
     "real6": (21, 23),
     "real7": (29, 32),
-    "real8": (28, 32),
+    "real8": (29, 32),
 }
 
 

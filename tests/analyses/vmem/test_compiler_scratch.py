@@ -15,13 +15,15 @@ import pytest
 
 from corpus import CORPUS, FIXTURES, tsv_rows
 from hloscan.analyses.vmem.estimate import KernelEstimate, estimate_kernel, parse_backend_config
+from hloscan.analyses.vmem.kernels import estimate_module
 from hloscan.hlo.parser import parse_module
 
 FAMILIES = re.compile(r"__pallas__(rpa|paged_attn|gmm)")
 # Regression floors = the shares measured when the rules were added (before them: 20/41 and 7/18). The
 # held-out batch scored 10/18 when first looked at; 11/18 after rule 3 was split at the register file
-# (a change fitted on the other two corpora only).
-FLOORS = {"fitted": (36, 41), "heldout": (11, 18)}
+# (a change fitted on the other two corpora only). Since the whole model (residency included) is scored:
+# 37/41 and 13/18 with rules 2 and 4 from controlled compiles, 38/41 with v7x's loop factor 0.9.
+FLOORS = {"fitted": (38, 41), "heldout": (13, 18)}
 
 
 def _roots(batch: str) -> list[Path]:
@@ -57,8 +59,9 @@ def test_families_within_5_percent(batch: str) -> None:
     print()
     for root in _roots(batch):
         for row in _rows(root):
-            est = sum(k.predicted_bytes for k in _estimates(root / row["case"] / "before_optimizations.txt",
-                                                             row["generation"]))
+            module = parse_module((root / row["case"] / "before_optimizations.txt").read_text())
+            # The whole model, residency included, as eval_real and `hloscan vmem` estimate the case.
+            est = sum(k.estimate.predicted_bytes for k in estimate_module(module, row["generation"], None))
             want = int(row["scoped_sum"])
             total += 1
             within += abs(est - want) <= 0.05 * want
@@ -132,5 +135,5 @@ def test_loop_attention_scores_scale_with_generation() -> None:
     root = CORPUS / "tpu-oracle" / "real"
     internal = {gen: _case(root, f"{gen}__pallas__rpa_kvp8_qb32")[0][0].internal_bytes for gen in ("v5e", "v7x")}
     exps = 2 * 128 * 256 * 4 + 4 * 128 * 128 * 4  # two (128, 256) score and four (128, 128) rescale values
-    # all within the register file: v5e 1.2 x, v7x 0.55 x
-    assert internal == {"v5e": int(exps * 1.2), "v7x": int(exps * 0.55)}
+    # all within the register file: v5e 1.2 x, v7x 0.9 x
+    assert internal == {"v5e": int(exps * 1.2), "v7x": int(exps * 0.9)}
