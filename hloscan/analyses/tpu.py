@@ -46,12 +46,13 @@ class TpuGeneration:
     # with it (vmem.compiler_scratch rule 2).
     mxu_width: int = 128
     # A K-tiled 16-bit dot keeps its lhs block in vector registers, and spills it, when the contraction block
-    # is at least this deep and the rhs block at least this wide; v6e (any rows) and v7x (2048 rows or more)
-    # also spill one MXU-wide column pass of the f32 result (vmem.compiler_scratch rule 2, from controlled
-    # compiles of jax's matmul and gmm kernels; None: never).
+    # is at least this deep and the rhs block at least this wide (two MXU column passes; four on v7x); with
+    # a contraction block of 1024 or more and at least dot_result_spill_min_rows rows it also spills one
+    # column pass of the f32 result (vmem.compiler_scratch rule 2, from controlled compiles of jax's matmul
+    # and gmm kernels).
     dot_lhs_spill_min_k: int = 512
-    dot_lhs_spill_min_n: int = 0
-    dot_result_spill_min_rows: int | None = None
+    dot_lhs_spill_min_n: int = 256
+    dot_result_spill_min_rows: int = 1
     # Internal scratch per byte of f32 exp() values computed in a kernel's runtime loop (attention scores;
     # vmem.compiler_scratch rule 3), for values within the vector register file and for larger ones:
     # ragged paged attention measured 1.1-1.4 on v5e/v5p (either size), on v6e 0.75-0.95 / 1.09, on v7x
@@ -89,7 +90,7 @@ GENERATIONS: dict[str, TpuGeneration] = {
                          msa_operand_budget=32 * MIB, scores_forward_factor=1.05),
     "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True,
                          hbm_capacity=int(31.25 * GIB), vmem_for_temporaries=112 * MIB, mxu_width=256,
-                         dot_lhs_spill_min_k=1024, dot_lhs_spill_min_n=512, dot_result_spill_min_rows=1,
+                         dot_lhs_spill_min_k=1024, dot_lhs_spill_min_n=512,
                          loop_scores_factor=0.8, loop_spilled_scores_factor=1.1, msa_operand_budget=96 * MIB,
                          msa_results_in_vmem=True, scores_forward_factor=0.85),
     "v7x": TpuGeneration("v7x", 32 * MIB, 64 * MIB, 64 * MIB, 2, True, compact_columns=False,

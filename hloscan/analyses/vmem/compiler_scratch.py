@@ -27,19 +27,20 @@ varying one block size at a time (tiles written (tm, tk, tn) for a matmul of (tm
 
 2. A 16-bit dot accumulated over contraction blocks (`acc[...] += dot(x[...], y[...])`: jax's matmul and
    megablox gmm) loads its whole lhs block (bm, bk) into vector registers and keeps it there across the
-   MXU's column passes; the register allocator spills all of it but about 8 vregs (32 KiB). Whether it does
-   depends on the generation and the blocks (`TpuGeneration.dot_lhs_spill_min_k` / `_min_n`):
-     v4, v5e, v5p (128-wide MXU): for bk >= 512, whatever bn (v5e and v5p gave identical figures);
-     v6e: for bk >= 1024 and bn >= 512, and with bk >= 1024 also the f32 result of one 256-wide column
-          pass beyond 40 vregs (`dot_result_spill`: bn = 256 spilled only that);
-     v7x: for bk >= 1024 and bn >= 1024 only (bn <= 512 or bk = 512: no spill at all up to 1024 rows);
-          with 2048 rows the result pass spills as on v6e (1.94 MB for bn = 256, 512 and 1024), and more
+   MXU's column passes; the register allocator spills all of it but about 8 vregs (32 KiB). With a single
+   pass (bn no wider than the MXU) the lhs streams and only the f32 result of the pass spills, beyond 40
+   vregs. Per generation (`TpuGeneration.dot_lhs_spill_min_k` / `_min_n` / `dot_result_spill_min_rows`):
+     v4, v5e, v5p (128-wide MXU): the lhs for bk >= 512 and bn >= 256 (v5e and v5p gave identical
+          figures), the result pass (bm x 128 x 4 bytes) for bk >= 1024;
+     v6e: the lhs for bk >= 1024 and bn >= 512, the result pass (bm x min(bn, 256) x 4) for bk >= 1024;
+     v7x: the lhs for bk >= 1024 and bn >= 1024 only (bn <= 512 or bk = 512: no spill at all up to 1024
+          rows); with 2048 rows the result pass spills too (1.94 MB for bn = 256, 512 and 1024), and more
           that this does not model (bk = 2048: 4.2-5.9 MB; such blocks mostly exceed the scoped limit).
    Evidence: the compiler's allocation lists (spill slots after register allocation) for the grids
-   bm in {256, 512, 1024, 2048} x bn in {256, 512, 1024} x bk in {512, 1024, 2048} of jax's matmul and
-   tm in {256, 512} x tn x tk of gmm, bf16, on v4..v7x (fixtures/oracle_new/dot_grid/DOT_SPILL.tsv, 226
+   bm in {256, 512, 1024, 2048} x bn in {128, 256, 512, 1024} x bk in {512, 1024, 2048} of jax's matmul and
+   tm in {256, 512} x tn x tk of gmm, bf16, on v4..v7x (fixtures/oracle_new/dot_grid/DOT_SPILL.tsv, 271
    kernels; tests/analyses/vmem/test_dot_spill.py): the figure with this spill is within 5% of the
-   compiler's for 214 of them (the rule it replaced: 1.2 x the lhs block for bk >= 1024 on every
+   compiler's for 258 of them (the rule it replaced: 1.2 x the lhs block for bk >= 1024 on every
    generation, 0.5 x for bk = 512 on 128-wide MXUs, 94 of the 129 v5e/v6e/v7x ones). Measured spread on
    the oracle folders: `DOT_LHS_SPREAD`.
 
@@ -144,7 +145,8 @@ def _forwarded(block: Any, why: str) -> Any:
 _VREG_BYTES = 8 * LANES * 4
 _DOT_LHS_KEPT_IN_REGISTERS = 8 * _VREG_BYTES
 _DOT_RESULT_KEPT_IN_REGISTERS = 40 * _VREG_BYTES
-DOT_LHS_SPREAD = Spread(0.11, 1.4, 29)
+_DOT_RESULT_MIN_K = 1024
+DOT_LHS_SPREAD = Spread(0.11, 1.32, 29)
 
 
 def dot_lhs_spill(kernel: MosaicKernel, inputs: list[Any], blocks: list[Any], gen: TpuGeneration) -> Allowance | None:
@@ -167,8 +169,8 @@ def dot_spill_bytes(gen: TpuGeneration, rows: int, depth: int, width: int, lhs_b
     if depth < gen.dot_lhs_spill_min_k:
         return 0
     size = max(0, lhs_bytes - _DOT_LHS_KEPT_IN_REGISTERS) if width >= gen.dot_lhs_spill_min_n else 0
-    if gen.dot_result_spill_min_rows is not None and rows >= gen.dot_result_spill_min_rows:
-        size += max(0, rows * gen.mxu_width * 4 - _DOT_RESULT_KEPT_IN_REGISTERS)
+    if depth >= _DOT_RESULT_MIN_K and rows >= gen.dot_result_spill_min_rows:
+        size += max(0, rows * min(width, gen.mxu_width) * 4 - _DOT_RESULT_KEPT_IN_REGISTERS)
     return size
 
 

@@ -16,9 +16,10 @@ from hloscan.hlo.parser import parse_module
 
 GRID = FIXTURES / "oracle_new" / "dot_grid" / "DOT_SPILL.tsv"
 # Kernels whose figure, with the compiler's windows and scratch and the rule's spill, is within 5% of the
-# compiler's, per generation, measured when the rule was made (214 of 226; the 1.2 x / 0.5 x lhs allowances
-# it replaced: 94 of the 129 v5e/v6e/v7x kernels without 2048-row blocks).
-FLOORS = {"v4": (39, 41), "v5e": (39, 41), "v5p": (39, 41), "v6e": (50, 51), "v7x": (47, 52)}
+# compiler's, per generation: 258 of 271 (the 1.2 x / 0.5 x lhs allowances the rule replaced: 94 of the 129
+# v5e/v6e/v7x kernels with 256..1024-row and -column blocks). The bn = 128 kernels were added after the
+# held-out real9 showed a one-pass dot (v5e 512x128 blocks, +28%) keeps no lhs in registers.
+FLOORS = {"v4": (48, 50), "v5e": (48, 50), "v5p": (48, 50), "v6e": (59, 60), "v7x": (55, 61)}
 
 
 def _within_5_percent() -> tuple[Counter, Counter]:
@@ -41,13 +42,17 @@ def test_rule_reproduces_the_grid(gen: str) -> None:
 
 def test_spill_follows_the_generation_conditions() -> None:
     """The conditions the grid showed: v7x spills nothing with a 512-wide rhs block below 2048 rows, v6e
-    only its result pass with a 256-wide one, 128-wide MXUs the lhs from bk = 512 on."""
+    only its result pass with a 256-wide one, 128-wide MXUs the lhs from bk = 512 on when there are two
+    column passes, and only the result pass with one."""
     lhs = 1024 * 2048 * 2
+    result_pass = 1024 * 128 * 4 - 160 * 1024
     assert dot_spill_bytes(generation("v7x"), 1024, 2048, 512, lhs) == 0
     assert dot_spill_bytes(generation("v7x"), 1024, 2048, 1024, lhs) == lhs - 32 * 1024
     assert dot_spill_bytes(generation("v6e"), 1024, 2048, 256, lhs) == 1024 * 256 * 4 - 160 * 1024
     assert dot_spill_bytes(generation("v6e"), 1024, 512, 1024, 1024 * 512 * 2) == 0
     assert dot_spill_bytes(generation("v5e"), 256, 512, 256, 256 * 512 * 2) == 256 * 512 * 2 - 32 * 1024
+    assert dot_spill_bytes(generation("v5e"), 1024, 2048, 128, lhs) == result_pass
+    assert dot_spill_bytes(generation("v5e"), 1024, 2048, 512, lhs) == lhs - 32 * 1024 + result_pass
 
 
 def test_real_gmm_kernel_gets_the_rule_through_its_blocks() -> None:
