@@ -9,7 +9,7 @@ from typing import Any, Iterator
 from hloscan.analyses.tpu import DEFAULT_TPU, MIB, generation
 from hloscan.analyses.vmem.estimate import DEFAULT_MARGIN, BlockEstimate, KernelEstimate, estimate_kernel
 from hloscan.analyses.vmem.residency import (has_vmem_layout, in_vmem, predict_resident_operands,
-                                             predict_resident_results, resident_bytes)
+                                             predict_resident_results, resident_arrays)
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 
 
@@ -36,12 +36,13 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
     gen = generation(tpu or DEFAULT_TPU)
     calls = list(tpu_custom_calls(module))
     resident: dict[tuple[str, str], frozenset[int]] = {}
-    used = 0
+    arrays: dict[tuple[str, str], int] = {}  # arrays already placed in VMEM, once each over the module
     for comp in {id(c): c for c, _ in calls}.values():
         comp_calls = [i for c, i in calls if c is comp]
         found = predict_resident_operands(comp, comp_calls, gen, module)
-        used += resident_bytes(comp, comp_calls, found)
+        arrays.update(resident_arrays(module, comp, comp_calls, found))
         resident.update({(comp.name, name): pos for name, pos in found.items()})
+    used = sum(arrays.values())
     if not any(has_vmem_layout(comp, inst, results=True) for comp, inst in calls):  # post-optimisation dumps say it already
         for key, pos in predict_resident_results(module, calls, gen, used).items():
             resident[key] = resident.get(key, frozenset()) | pos

@@ -264,16 +264,19 @@ def _relaid_out(shape: Shape) -> bool:
     return minor < 128 and any(d >= 128 for d in shape.dims[:-1])
 
 
-def resident_bytes(comp: Computation, calls: Iterable[Instruction], resident: dict[str, frozenset[int]]) -> int:
-    """Bytes of the distinct arrays `predict_resident_operands` placed in VMEM for the kernels of `comp`."""
-    sizes: dict[str, int] = {}
+def resident_arrays(module: Module, comp: Computation, calls: Iterable[Instruction],
+                    resident: dict[str, frozenset[int]]) -> dict[tuple[str, str], int]:
+    """The arrays `predict_resident_operands` placed in VMEM for the kernels of `comp`, by where each is
+    defined (`_origin`) and with its bytes: q, k and v read by a forward kernel in one called computation
+    and by the backward kernels in another are one array in VMEM, not two."""
+    sizes: dict[tuple[str, str], int] = {}
     for inst in calls:
         for pos in resident.get(inst.name, ()):
             shape = comp.operand_shape(inst, pos)
             root = _root(comp, inst.operands[pos].name)
             if root is not None and shape is not None and shape.is_array:
-                sizes[root] = _array_bytes(shape)
-    return sum(sizes.values())
+                sizes[_origin(module, comp, root)] = _array_bytes(shape)
+    return sizes
 
 
 def predict_resident_results(module: Module, calls: Iterable[tuple[Computation, Instruction]],
