@@ -29,7 +29,13 @@ no consistent pattern); unrolled small forward blocks do (see `attention_scores_
 The figure is an allowance fitted to those kernels, not a measurement. Register allocation scatters the
 real spill at fixed block shapes: the compiler's allocation lists (fixtures/oracle_new/*/LLO_BREAKDOWN.tsv)
 put it at 0.49-1.5x the forward allowance and 0.44-1.74x the backward one for nine in ten kernels
-(`FORWARD_SPREAD`, `BACKWARD_SPREAD`), and `estimate` reports that range with it.
+(`FORWARD_SPREAD`, `BACKWARD_SPREAD`), and `estimate` reports that range with it. A controlled grid on v6e
+(fixtures/oracle_new/dot_grid/ATTENTION_SPILL.tsv: flash and splash forward, bf16, block_q and key block
+256..1024, 1, 2 or 4 key blocks unrolled) shows why no per-block factor can do better: with one key block
+the spill is 0.8-1.2 E for blocks beyond the register file, but unrolling does not add a fixed share; flash
+1024 x 256 spilled 1.22, 1.83 and 1.91 E for 1, 2 and 4 steps, 1024 x 512 0.97, 1.50 and 3.84 E, and splash
+at the same shapes 1.23, 1.45, 1.67 E and 1.11, 1.29, 3.10 E: how far the LLO scheduler overlaps unrolled
+iterations decides it.
 """
 
 from __future__ import annotations
