@@ -42,6 +42,14 @@ def tsv_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
 
 
+def rows_by_case(path: Path) -> dict[str, list[dict[str, str]]]:
+    """A table's rows grouped by their `case` column, in file order (LLO_BREAKDOWN.tsv: one row per kernel)."""
+    grouped: dict[str, list[dict[str, str]]] = {}
+    for row in tsv_rows(path):
+        grouped.setdefault(row["case"], []).append(row)
+    return grouped
+
+
 def unescape(value: str) -> str:
     out, i = [], 0
     while i < len(value):

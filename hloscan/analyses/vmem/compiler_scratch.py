@@ -81,7 +81,7 @@ from typing import Any
 from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.allowance import Allowance, Spread
 from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
-from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, dtype_bits, padded_bytes, vmem_sublane_tile
+from hloscan.analyses.vmem.tiling import LANES, VREG_BYTES, VREG_FILE_BYTES, dtype_bits, padded_bytes, vmem_sublane_tile
 
 _RUNTIME_LOOPS = ("scf.for", "scf.while")
 _SUBLANES = 8
@@ -142,15 +142,14 @@ def _forwarded(block: Any, why: str) -> Any:
 
 
 # --------------------------------------------------------------------------------------- rule 2
-_VREG_BYTES = 8 * LANES * 4
-_DOT_LHS_KEPT_IN_REGISTERS = 8 * _VREG_BYTES
-_DOT_RESULT_KEPT_IN_REGISTERS = 40 * _VREG_BYTES
+_DOT_LHS_KEPT_IN_REGISTERS = 8 * VREG_BYTES
+_DOT_RESULT_KEPT_IN_REGISTERS = 40 * VREG_BYTES
 _DOT_RESULT_MIN_K = 1024
 DOT_LHS_SPREAD = Spread(0.11, 1.32, 29)
 
 
 def dot_lhs_spill(kernel: MosaicKernel, inputs: list[Any], blocks: list[Any], gen: TpuGeneration) -> Allowance | None:
-    """Rule 2: the spilled lhs block (and on v6e one column pass of the result) of a K-tiled 16-bit dot."""
+    """Rule 2: the spilled lhs block and column pass of the result of a K-tiled 16-bit dot."""
     if not _accumulates_16bit_dot(kernel, inputs, blocks):
         return None
     lhs, rhs = inputs[0], inputs[1]
@@ -181,7 +180,7 @@ def _accumulates_16bit_dot(kernel: MosaicKernel, inputs: list[Any], blocks: list
         return False
     if len(inputs) < 2 or any(dtype_bits(b.dtype) != 16 for b in inputs[:2]) or len(inputs[0].block_shape) < 2:
         return False
-    return any(b.role == "scratch" and b.counted and dtype_bits(b.dtype) == 32 for b in blocks)
+    return any(_is_32bit_vmem_scratch(b) for b in blocks)
 
 
 # --------------------------------------------------------------------------------------- rule 3
@@ -204,8 +203,8 @@ def loop_scores_scratch(kernel: MosaicKernel, gen: TpuGeneration) -> Allowance |
     return Allowance(
         "loop-scores", int(small * gen.loop_scores_factor + large * gen.loop_spilled_scores_factor),
         f"allowance for {len(exps)} f32 attention score/rescale values (largest {dims}) computed in a "
-            f"runtime loop, {gen.loop_scores_factor} x / {gen.loop_spilled_scores_factor} x their size within "
-            "/ beyond the register file (empirical estimate)", LOOP_SCORES_SPREAD)
+        f"runtime loop, {gen.loop_scores_factor} x / {gen.loop_spilled_scores_factor} x their size within "
+        "/ beyond the register file (empirical estimate)", LOOP_SCORES_SPREAD)
 
 
 # --------------------------------------------------------------------------------------- rule 4

@@ -11,7 +11,7 @@ from hloscan.hlo.attrs import unquote
 from hloscan.hlo.ir import Shape
 from hloscan.analyses.tpu import GENERATIONS, KIB, MIB, TpuGeneration, generation
 from hloscan.analyses.vmem import compiler_scratch
-from hloscan.analyses.vmem.allowance import EXACT, LOWER_BOUND, Allowance, Spread, total_range
+from hloscan.analyses.vmem.allowance import EXACT, LOWER_BOUND, Allowance, total_range
 from hloscan.analyses.vmem.mosaic import read_kernel
 from hloscan.analyses.vmem.scores_scratch import attention_scores_scratch, spilled_scores_scratch
 from hloscan.analyses.vmem.mosaic.bytecode import BytecodeError, MosaicKernel, ShapedType, WindowParam, type_text
@@ -459,9 +459,12 @@ class _Parts:
     windows: int
     scratch: int
     separate: int
-    internal: int
     allowances: list[Allowance] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def internal(self) -> int:
+        return sum(a.size for a in self.allowances)
 
     @property
     def total(self) -> int:
@@ -490,7 +493,6 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
         windows=sum(b.total_bytes for b in windows),
         scratch=sum(b.total_bytes for b in scratch),
         separate=sum(b.padded_bytes for b in scratch if b.memory_space == "vmem" and not b.counted),
-        internal=sum(a.size for a in allowances),
         allowances=allowances,
         notes=notes,
     )
@@ -499,7 +501,7 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
 def _lower_bound_note(parts: _Parts) -> str:
     odd = [b for b in parts.blocks if b.counted and b.block_shape and b.block_shape[-1] % LANES]
     text = ("register spills and Mosaic-internal scratch are modelled only where an empirical allowance applies "
-            "(attention scores, K-tiled and narrow matmuls, 8-bit matmuls and upcasts; each with its measured "
+            "(attention scores, K-tiled and partial-tile dots, 8-bit matmuls and upcasts; each with its measured "
             "spread in range_bytes) and left out elsewhere; XLA may instead place whole small operands in VMEM "
             "(S(1)) and drop their windows (compiled figure lower)")
     if odd:
@@ -556,7 +558,7 @@ def _whole_array(ops: list[_Operand]) -> _Parts:
         tile = (vmem_sublane_tile(bits, shape[-2] if len(shape) >= 2 else 1), LANES)
         blocks.append(BlockEstimate(i, op.role, op.dtype, shape, shape, "vmem?", tile, raw_bytes(shape, bits),
                                     padded_bytes(shape, bits, tile[0]), 1, True, None, "whole array assumed"))
-    return _Parts(blocks, sum(b.total_bytes for b in blocks), 0, 0, 0)
+    return _Parts(blocks, sum(b.total_bytes for b in blocks), 0, 0)
 
 
 def estimate_kernel(

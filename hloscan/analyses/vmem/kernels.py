@@ -97,7 +97,7 @@ def figure_label(est: KernelEstimate) -> str:
         return "measured scoped VMEM (used_scoped_memory_configs)"
     if est.kind == "whole-array":
         return "scoped VMEM estimate (whole arrays, kernel body not decoded)"
-    if not est.allowances or est.range_bytes is None:
+    if est.range_bytes is None:  # no allowance with a spread (or a measured figure, handled above)
         return "scoped VMEM estimate (lower bound)"
     allowance = f"includes a {mib(est.internal_bytes)} allowance for compiler-internal scratch"
     low, high = est.range_bytes

@@ -12,8 +12,10 @@ from typing import Sequence
 from hloscan.hlo.ir import ELEMENT_BITS
 
 LANES = 128
-# The vector register file: 64 vregs of (8, 128) 32-bit lanes. Larger values cannot stay in registers.
-VREG_FILE_BYTES = 64 * 8 * LANES * 4
+# One vreg: (8, 128) 32-bit lanes, the unit register allocation spills in. The vector register file: 64 of them;
+# larger values cannot stay in registers.
+VREG_BYTES = 8 * LANES * 4
+VREG_FILE_BYTES = 64 * VREG_BYTES
 
 
 def dtype_bits(dtype: str) -> int:

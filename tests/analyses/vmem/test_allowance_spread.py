@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import FIXTURES, corpus_dir, tsv_rows
+from corpus import FIXTURES, corpus_dir, rows_by_case, tsv_rows
 from hloscan.analyses.vmem import compiler_scratch, scores_scratch
 from hloscan.analyses.vmem.allowance import measured_spread
 from hloscan.analyses.vmem.kernels import estimate_module
@@ -48,10 +48,7 @@ def _measured_ratios() -> dict[str, list[float]]:
     ratios: dict[str, list[float]] = defaultdict(list)
     for folder in FOLDERS:
         manifest = {r["case"]: r for r in tsv_rows(ORACLE_NEW / folder / "MANIFEST.tsv")}
-        rows_of = defaultdict(list)
-        for row in tsv_rows(ORACLE_NEW / folder / "LLO_BREAKDOWN.tsv"):
-            rows_of[row["case"]].append(row)
-        for case, rows in rows_of.items():
+        for case, rows in rows_by_case(ORACLE_NEW / folder / "LLO_BREAKDOWN.tsv").items():
             ours = defaultdict(list)
             for est in _estimates(ORACLE_NEW / folder / case, manifest[case]["generation"]):
                 ours[_kind(est.kernel_name or "")].append(est)

@@ -11,12 +11,11 @@ case summed, as eval_real does).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from corpus import FIXTURES, tsv_rows
+from corpus import FIXTURES, rows_by_case, tsv_rows
 from hloscan.analyses.vmem.kernels import estimate_module
 from hloscan.hlo.parser import parse_module
 
@@ -40,10 +39,7 @@ FLOORS = {
 
 
 def _breakdown(folder: str) -> dict[str, list[dict[str, str]]]:
-    by_case: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for row in tsv_rows(ROOT / folder / "LLO_BREAKDOWN.tsv"):
-        by_case[row["case"]].append(row)
-    return by_case
+    return rows_by_case(ROOT / folder / "LLO_BREAKDOWN.tsv")
 
 
 def _manifest(folder: str) -> dict[str, dict[str, str]]:
