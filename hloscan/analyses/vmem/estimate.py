@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 from hloscan.hlo.attrs import unquote
 from hloscan.hlo.ir import Shape
 from hloscan.analyses.tpu import GENERATIONS, KIB, MIB, TpuGeneration, generation
-from hloscan.analyses.vmem import compiler_scratch
+from hloscan.analyses.vmem import body_allocations, compiler_scratch
 from hloscan.analyses.vmem.allowance import EXACT, LOWER_BOUND, Allowance, total_range
 from hloscan.analyses.vmem.mosaic import read_kernel
 from hloscan.analyses.vmem.scores_scratch import attention_scores_scratch, spilled_scores_scratch
@@ -91,6 +91,9 @@ class KernelEstimate:
     # with a spread, or a measured figure); the high end is None when an allowance is a lower bound.
     range_bytes: tuple[int, int | None] | None = None
     allowances: tuple[Allowance, ...] = ()
+    # The kernel body's own allocations (run_scoped regions, inner pipelines' buffers, DMA targets) at their
+    # peak over its regions (analyses/vmem/body_allocations.py); exact, part of estimate_bytes.
+    body_bytes: int = 0
 
     @property
     def headroom_bytes(self) -> int:
@@ -254,7 +257,10 @@ def _window_block(i: int, param: WindowParam, memref: Any, op: _Operand, grid: t
     dtype = op.dtype or _MEMREF_TO_HLO.get(type_text(getattr(memref, "element", "")), "f32")
     bits = dtype_bits(dtype)
     shape = param.window_bounds or (memref.shape if isinstance(memref, ShapedType) else ())
-    if not param.is_windowed or space not in (None, "vmem"):
+    # An operand with no window bounds whose memref is in VMEM (a kernel without a grid, or a BlockSpec of
+    # the whole array) is copied in whole, once: the compiler listed a window allocation for it (user1).
+    whole_in_vmem = not param.is_windowed and space == "vmem" and bool(shape)
+    if (not param.is_windowed and not whole_in_vmem) or space not in (None, "vmem"):
         return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, space or "any", (0, 0),
                              raw_bytes(shape, bits), 0, 0, False, param.index_map,
                              "not a VMEM window (DMA'd by the kernel)")
@@ -370,6 +376,12 @@ def _internal_allowances(kernel: MosaicKernel, blocks: list[BlockEstimate], conf
             break
     # Kernels that DMA some inputs themselves (ragged/paged attention) keep the register-file rule below;
     # the per-generation fit is for kernels whose every input arrives through a VMEM window.
+    # Attention kernels (exp() of dot results) keep their score matrices across the softmax's max: the
+    # attention rules were fitted on them (per generation, with the unrolled key blocks, and no allowance
+    # where their measurements showed no consistent one: small and backward blocks). Every other kernel gets
+    # the body-level rule for values kept across a reduction.
+    if not (kernel.uses("math.exp") and kernel.uses("tpu.matmul")):
+        return [a for a in (found, body_allocations.held_values_allowance(kernel.body)) if a is not None]
     manual_dma = any(b.role == "input" and b.memory_space in ("any", "hbm") for b in blocks)
     scores = spilled_scores_scratch(kernel) if manual_dma else attention_scores_scratch(kernel, gen)
     return [a for a in (found, scores) if a is not None]
@@ -461,14 +473,19 @@ class _Parts:
     separate: int
     allowances: list[Allowance] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    body: int = 0  # the body's own allocations at their peak
 
     @property
     def internal(self) -> int:
         return sum(a.size for a in self.allowances)
 
     @property
+    def exact(self) -> int:
+        return self.windows + self.scratch + self.body
+
+    @property
     def total(self) -> int:
-        return self.windows + self.scratch + self.internal
+        return self.exact + self.internal
 
 
 def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], gen: TpuGeneration) -> _Parts:
@@ -487,7 +504,7 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
     allowances = _internal_allowances(kernel, blocks, config, gen)
     notes.extend(a.note for a in allowances)
     scratch = compiler_scratch.forward_single_step_accumulators(kernel, scratch + windows)[:len(scratch)]
-    blocks = windows + scratch
+    blocks = windows + scratch + _alloca_blocks(kernel, gen)
     return _Parts(
         blocks=blocks,
         windows=sum(b.total_bytes for b in windows),
@@ -495,7 +512,29 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
         separate=sum(b.padded_bytes for b in scratch if b.memory_space == "vmem" and not b.counted),
         allowances=allowances,
         notes=notes,
+        body=body_allocations.body_peak(kernel.body, gen),
     )
+
+
+def _alloca_blocks(kernel: MosaicKernel, gen: TpuGeneration) -> list[BlockEstimate]:
+    """The body's `memref.alloca`s as blocks, for display: their sum is not the figure (sibling regions share
+    their space; `_Parts.body` is the peak)."""
+    if kernel.body is None:
+        return []
+    blocks = []
+    for i, a in enumerate(kernel.body.allocas):
+        dtype = _MEMREF_TO_HLO.get(a.element, a.element)
+        size = body_allocations.alloca_bytes(a, gen)
+        if a.space not in (None, "vmem"):
+            note = "not VMEM"
+        elif a.forwarded:
+            note = "read and written only by whole-vector accesses in straight-line code: forwarded, not allocated"
+        else:
+            note = "allocated by the kernel body (run_scoped / inner pipeline), live until its region closes"
+        blocks.append(BlockEstimate(i, "alloca", dtype, a.shape, None, a.space or "vmem", (0, 0),
+                                    raw_bytes(a.shape, a.bits), size, 1, body_allocations.counted(a) and size > 0,
+                                    None, note))
+    return blocks
 
 
 def _lower_bound_note(parts: _Parts) -> str:
@@ -642,12 +681,13 @@ def estimate_kernel(
         decode_error=decode_error,
         range_bytes=_estimate_range(parts) if kind == "estimate" else None,
         allowances=tuple(parts.allowances),
+        body_bytes=parts.body,
     )
 
 
 def _estimate_range(parts: _Parts) -> tuple[int, int | None] | None:
     if all(a.spread == EXACT for a in parts.allowances):
         return None
-    return total_range(parts.windows + parts.scratch, parts.allowances)
+    return total_range(parts.exact, parts.allowances)
 
 

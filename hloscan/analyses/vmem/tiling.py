@@ -30,13 +30,17 @@ def _packing(bits: int) -> int:
 def vmem_sublane_tile(bits: int, rows: int) -> int:
     """Second-minor tile Mosaic gives a VMEM block (jax infer_tiling / Mosaic getTilingFactor).
 
-    Tall blocks use the "large" tile 8 × packing (8/16/32/64 rows for 32/16/8/4-bit types); short
-    blocks start at one packed row group and double until they cover min(rows, 8).
+    Tall blocks use the "large" tile 8 × packing (8/16/32/64 rows for 32/16/8/4-bit types) when their
+    rows are a whole number of such tiles, else the normal 8-row tile (Mosaic's getTilingFactor: a
+    bf16[66, 256] block of a 3x3 stencil's padded image took 72 rows in the compiler's allocation list, not
+    80); short blocks start at one packed row group and double until they cover min(rows, 8).
     """
     packing = _packing(bits)
     large = 8 * packing
-    if rows >= large:
+    if rows >= large and rows % large == 0:
         return large
+    if rows >= 8:
+        return 8
     tile = packing
     while tile < min(rows, 8):
         tile *= 2

@@ -1050,6 +1050,9 @@ class MosaicKernel:
     # reads (index maps aside); None when unknown. A body that reads none of the grid indices with extent > 1
     # does the same thing in every grid step (no init/finalize or causal-mask condition varies).
     grid_indices_read: tuple[int, ...] | None = None
+    # What the body allocates itself and the vector values it keeps across reductions (mosaic/body.py);
+    # None when the body was not read (MLIR text kernels).
+    body: Any = None
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -1224,7 +1227,13 @@ def kernel_from_module(module: Module) -> MosaicKernel:
         op_names=tuple(sorted({op.name for op in main.walk()} - {main.name})),
         vector_values=_vector_values(main),
         grid_indices_read=_grid_indices_read(main, len(grid or ())),
+        body=read_body(main),
     )
+
+
+def read_body(main: Operation) -> Any:
+    from hloscan.analyses.vmem.mosaic.body import read_body as read  # body.py reads this module's IR types
+    return read(main)
 
 
 def _grid_indices_read(main: Operation, n_grid: int) -> tuple[int, ...] | None:

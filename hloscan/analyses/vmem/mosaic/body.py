@@ -1,0 +1,414 @@
+"""What a Mosaic kernel body allocates itself, read from its operations (not from the pallas_call's windows).
+
+Two kinds of scoped VMEM that no window or scratch operand shows:
+
+* **Allocations** (`memref.alloca` in VMEM): `pl.run_scoped` regions, the buffers of a pipeline nested in the
+  kernel (`pltpu.emit_pipeline` allocates its blocks x their buffer count the same way), DMA targets. Each
+  lives for the `tpu.region` that holds it: the compiler's allocation list (LLO dump after register
+  allocation, fixtures/oracle_new/user1/LLO_BREAKDOWN.tsv) shows nested regions adding up (2048x2048 +
+  1024x2048 bf16 in a nested pair: 12.2 MiB) and sibling regions sharing their space (the same two one after
+  the other: 8.15 MiB). An allocation the body only reads and writes with whole-vector loads and stores in its
+  own straight-line code is forwarded in vector registers and never allocated (a run_scoped f32 temporary
+  stored and read back: no allocation; the same stored in `pl.when` branches, or updated in a loop: allocated).
+
+* **Values held across a reduction** (`HeldValue`): Mosaic executes elementwise vector code vreg by vreg, so a
+  chain of elementwise ops needs no more than a few registers whatever the block size. A reduction
+  (`vector.multi_reduction`, a dot) is a barrier: its result exists only after all of its input was read, and
+  a value computed before it that is combined with its result afterwards (RMSNorm's f32 upcast `x` in
+  `x * rsqrt(mean(x * x))`, softmax's `exp(x - max)` divided by its sum) must be kept whole meanwhile; beyond
+  the vector register file the register allocator spills it to internal scratch. Values that are only loaded
+  from a VMEM ref (or broadcast from one) are loaded again instead of kept. Measured on user1 (spill slots
+  of the allocation list): RMSNorm / softmax / log-softmax / cross-entropy / top-k / LayerNorm backward
+  spilled the peak of these values within 0.2-0.45 MiB, on v5e, v5p, v6e and v7x alike; f32 inputs (no
+  upcast) spilled nothing.
+
+Both are facts of the body, independent of the TPU generation; the estimate sizes the allocations with the
+generation's tiling (`alloca_bytes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from hloscan.analyses.vmem.mosaic.bytecode import (Block, BlockArg, OpResult, Operation, Region, ShapedType, scalar_bits,
+                                                   type_text)
+
+# Ops that only re-view a memref: a use through them is a use of the allocation.
+_VIEW_SUFFIXES = ("memref_slice", "memref_squeeze", "memref_reshape", "memref_bitcast", "reinterpret_cast",
+                  "erase_memref_layout", "memref.subview", "memref.cast", "memref.collapse_shape",
+                  "memref.expand_shape")
+_VECTOR_ACCESS_SUFFIXES = ("vector.load", "vector.store", "tpu.vector_store", "tpu.vector_load", "tpu.load",
+                           "tpu.store", "tpu.strided_load", "tpu.strided_store", "vector.transfer_read",
+                           "vector.transfer_write")
+_BARRIER_SUFFIXES = ("vector.multi_reduction", "vector.reduction", "tpu.matmul", "vector.contract",
+                     "tpu.all_reduce")
+# Values the LLO code rematerialises instead of keeping: loads from VMEM refs, constants, iotas.
+_FREE_SUFFIXES = ("vector.load", "tpu.vector_load", "tpu.load", "tpu.strided_load", "arith.constant",
+                  "tpu.iota", "vector.transfer_read")
+# A broadcast or reshape of a value costs what its source does: holding it means holding the source.
+_TRANSPARENT_SUFFIXES = ("vector.broadcast", "vector.shape_cast")
+# Operations never merged: side effects, or a result that depends on when it runs.
+_PURE_EXCLUDED = ("load", "store", "dma", "sem", "alloca", "prng", "random", "region", "yield", "return",
+                  "matmul", "trace", "barrier", "delay")
+_REGION = "tpu.region"
+_ALLOCA = "memref.alloca"
+_VREG_ROWS = 8
+_LANES = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Alloca:
+    """One `memref.alloca` of the body."""
+
+    shape: tuple[int, ...]
+    element: str  # the MLIR element type text (`f32`, `bf16`, ...)
+    space: str | None  # `vmem`, `smem`, `semaphore_mem`, ...
+    forwarded: bool  # read and written only by whole-vector accesses in straight-line code: never allocated
+
+    @property
+    def bits(self) -> int:
+        return scalar_bits(self.element) or 32
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """A `tpu.region` (or the function body): its own allocations, live until it closes, and the regions run
+    inside it one after the other (siblings, which reuse each other's space)."""
+
+    allocas: tuple[Alloca, ...]
+    children: tuple["Scope", ...]
+
+    def all_allocas(self) -> Iterator[Alloca]:
+        yield from self.allocas
+        for child in self.children:
+            yield from child.all_allocas()
+
+
+@dataclass(frozen=True, slots=True)
+class HeldValue:
+    """A vector value kept whole across one or more reductions: `phases` [from, to) counts the barriers."""
+
+    op: str
+    shape: tuple[int, ...]
+    element: str
+    bytes: int  # in whole vregs: (8 x packing, 128) tiles
+    phases: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class BodyFacts:
+    scope: Scope
+    held: tuple[HeldValue, ...]
+    held_peak_bytes: int  # the most held values live across one barrier, over the body's blocks
+
+    @property
+    def allocas(self) -> tuple[Alloca, ...]:
+        return tuple(self.scope.all_allocas())
+
+
+def vreg_bytes(shape: tuple[int, ...], bits: int) -> int:
+    """Bytes of a vector value held in vregs: (8 x packing, 128) tiles over its last two dimensions."""
+    dims = list(shape) or [1]
+    if len(dims) == 1:
+        dims = [1] + dims
+    packing = max(1, 32 // max(bits, 1))
+    rows = _VREG_ROWS * packing
+    lead = 1
+    for d in dims[:-2]:
+        lead *= d
+    tiles = lead * -(-dims[-2] // rows) * -(-dims[-1] // _LANES)
+    return tiles * _VREG_ROWS * _LANES * 4
+
+
+def read_body(main: Operation) -> BodyFacts:
+    """The body facts of a kernel's main function."""
+    users = _users(main)
+    entry = main.regions[0].blocks[0] if main.regions and main.regions[0].blocks else None
+    scope = _scope(entry.operations if entry else [], users) if entry else Scope((), ())
+    held: list[HeldValue] = []
+    peak = 0
+    for block in _blocks(main):
+        values, block_peak = _held_in_block(block.operations)
+        held.extend(values)
+        peak = max(peak, block_peak)
+    return BodyFacts(scope, tuple(held), peak)
+
+
+# ------------------------------------------------------------------------------------------ allocations
+
+
+def _users(main: Operation) -> dict[int, list[tuple[Operation, Any]]]:
+    """Operation id -> (user, the block the user is in), for every operand that is an operation's result."""
+    users: dict[int, list[tuple[Operation, Any]]] = {}
+
+    def visit(op: Operation, block: Any) -> None:
+        for value in op.operands:
+            if isinstance(value, OpResult):
+                users.setdefault(id(value.op), []).append((op, block))
+        for region in op.regions:
+            for inner in region.blocks:
+                for child in inner.operations:
+                    visit(child, inner)
+
+    visit(main, None)
+    return users
+
+
+def _scope(operations: list[Operation], users: dict[int, list[tuple[Operation, Any]]]) -> Scope:
+    allocas, children = [], []
+    for op in operations:
+        if op.name.endswith(_ALLOCA):
+            allocas.append(_alloca(op, users))
+        elif op.name.endswith(_REGION):
+            for region in op.regions:
+                for inner in region.blocks:
+                    children.append(_scope(inner.operations, users))
+        else:
+            children.extend(_nested_scopes(op, users))
+    return Scope(tuple(allocas), tuple(children))
+
+
+def _nested_scopes(op: Operation, users: dict[int, list[tuple[Operation, Any]]]) -> list[Scope]:
+    """The scopes of regions inside a control-flow op (a loop body's run_scoped): they run one at a time."""
+    found = []
+    for region in op.regions:
+        for block in region.blocks:
+            nested = _scope(block.operations, users)
+            if nested.allocas:
+                found.append(nested)
+            else:
+                found.extend(nested.children)
+    return found
+
+
+def _alloca(op: Operation, users: dict[int, list[tuple[Operation, Any]]]) -> Alloca:
+    memref = op.result_types[0] if op.result_types else None
+    if not isinstance(memref, ShapedType):
+        return Alloca((), type_text(memref), None, False)
+    return Alloca(tuple(memref.shape), type_text(memref.element), memref.space, _forwarded(op, users))
+
+
+def _forwarded(alloca: Operation, users: dict[int, list[tuple[Operation, Any]]]) -> bool:
+    """Whether every use of the allocation is a whole-vector load or store at constant indices in the block
+    that holds the allocation (straight-line code: Mosaic forwards the stores to the loads)."""
+    home = None
+    uses = _terminal_uses(alloca, users)
+    if not uses:
+        return False
+    for user, block in uses:
+        if not user.name.endswith(_VECTOR_ACCESS_SUFFIXES) or not _constant_indices(user):
+            return False
+        if home is None:
+            home = block
+        if block is not home:
+            return False
+    return True
+
+
+def _terminal_uses(op: Operation, users: dict[int, list[tuple[Operation, Any]]]) -> list[tuple[Operation, Any]]:
+    found, stack, seen = [], [op], set()
+    while stack:
+        current = stack.pop()
+        for user, block in users.get(id(current), []):
+            if id(user) in seen:
+                continue
+            seen.add(id(user))
+            if user.name.endswith(_VIEW_SUFFIXES):
+                stack.append(user)
+            else:
+                found.append((user, block))
+    return found
+
+
+def _constant_indices(op: Operation) -> bool:
+    for value in op.operands:
+        if isinstance(value, OpResult) and value.op.name.endswith("arith.constant"):
+            continue
+        if isinstance(value, OpResult) and _is_vector(value):
+            continue  # the stored value
+        if isinstance(value, OpResult) and isinstance(_type(value), ShapedType):
+            continue  # the ref (or a view of it)
+        if isinstance(value, BlockArg) or isinstance(value, OpResult):
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------ held values
+
+
+def _blocks(op: Operation) -> Iterator[Any]:
+    for region in op.regions:
+        for block in region.blocks:
+            yield block
+            for child in block.operations:
+                yield from _blocks(child)
+
+
+def _type(value: Any) -> Any:
+    if isinstance(value, OpResult) and value.index < len(value.op.result_types):
+        return value.op.result_types[value.index]
+    return None
+
+
+def _is_vector(value: Any) -> bool:
+    t = _type(value)
+    return isinstance(t, ShapedType) and t.kind == "vector"
+
+
+def _source(value: OpResult) -> OpResult:
+    """Through broadcasts and shape casts to the value that is actually computed."""
+    while value.op.name.endswith(_TRANSPARENT_SUFFIXES) and value.op.operands:
+        inner = value.op.operands[0]
+        if not isinstance(inner, OpResult) or not _is_vector(inner):
+            break
+        value = inner
+    return value
+
+
+def _captured(op: Operation) -> Iterator[Any]:
+    """Operands of `op` and of every operation nested in its regions."""
+    for inner in op.walk():
+        yield from inner.operands
+
+
+def _held_in_block(operations: list[Operation]) -> tuple[list[HeldValue], int]:
+    """Phases of the block's vector values (how many barriers precede each) and the values that must be kept
+    whole from one phase to a later one; returns them with the largest total kept across one barrier.
+
+    An elementwise value is computed at the latest phase its consumers allow (the LLO scheduler delays it to
+    them: LayerNorm backward's `g - mean(g)`, read only after two more reductions, was not kept, `g` was),
+    a reduction as soon as its input is complete."""
+    operations = _common_subexpressions_merged(operations)
+    local = {id(op) for op in operations}
+    inputs_of = {id(op): _vector_inputs(op, local) for op in operations}
+    eager = _eager_phases(operations, inputs_of)
+    users: dict[tuple[int, int], list[Operation]] = {}
+    for op in operations:
+        if op.name.endswith(_TRANSPARENT_SUFFIXES):
+            continue  # a broadcast's readers read its source
+        for v in inputs_of[id(op)]:
+            users.setdefault(_key(_source(v)), []).append(op)
+    phase = dict(eager)
+    consumes: dict[int, int | None] = {}  # op id -> the phase it reads its inputs at
+
+    def combine(op: Operation) -> int | None:
+        found = [phase.get(_key(_source(v))) for v in inputs_of[id(op)]]
+        return max((p for p in found if p is not None), default=None)
+
+    for op in reversed(operations):
+        if op.name.endswith(_TRANSPARENT_SUFFIXES + _FREE_SUFFIXES):
+            continue
+        keys = [(id(op), i) for i, t in enumerate(op.result_types) if (id(op), i) in phase]
+        if op.name.endswith(_BARRIER_SUFFIXES) or not keys:
+            consumes[id(op)] = combine(op)  # a reduction or a store reads its inputs as soon as they exist
+            continue
+        later = [consumes.get(id(u)) for k in keys for u in users.get(k, [])]
+        if keys and later and all(c is not None for c in later):
+            for k in keys:
+                if phase[k] is not None:
+                    phase[k] = max(phase[k], min(later))
+        consumes[id(op)] = max((phase[k] for k in keys if phase[k] is not None), default=None)
+    needed: dict[tuple[int, int], tuple[int, OpResult]] = {}
+    for op in operations:
+        at = combine(op)
+        if not op.name.endswith(_BARRIER_SUFFIXES):
+            own = [phase[(id(op), i)] for i in range(len(op.result_types)) if phase.get((id(op), i)) is not None]
+            at = max(own + ([at] if at is not None else []), default=None)
+        if at is None:
+            continue
+        for v in inputs_of[id(op)]:
+            src = _source(v)
+            k = _key(src)
+            if phase.get(k) is not None and at > phase[k]:
+                needed[k] = (max(needed.get(k, (at, src))[0], at), src)
+    held = []
+    for k, (last, v) in needed.items():
+        t = _type(v)
+        bits = scalar_bits(type_text(t.element)) or 32
+        held.append(HeldValue(v.op.name, tuple(t.shape), type_text(t.element), vreg_bytes(tuple(t.shape), bits),
+                              (phase[k], last)))
+    boundaries = {b for h in held for b in range(*h.phases)}
+    peak = max((sum(h.bytes for h in held if h.phases[0] <= b < h.phases[1]) for b in boundaries), default=0)
+    return held, peak
+
+
+def _common_subexpressions_merged(operations: list[Operation]) -> list[Operation]:
+    """The block with repeated pure computations merged, as Mosaic's CSE pass does before code generation
+    (jax traces `x - m` twice in `exp(x - m)` and `x - m - log(s)`; the compiler kept one, held across the
+    sum: log-softmax f32 on v6e spilled the whole (16, 50304) difference). Operations are shallow-copied where
+    their operands change; the decoded body is not modified."""
+    seen: dict[Any, Operation] = {}
+    now: dict[int, Operation] = {}  # original op id -> the op that stands for it in the merged block
+    out = []
+    for op in operations:
+        renamed = _renamed(op, now)
+        if not (op.regions or not op.result_types or op.name.endswith(_PURE_EXCLUDED)):
+            signature = (op.name, tuple(_ref(v) for v in renamed.operands),
+                         tuple(type_text(t) for t in op.result_types),
+                         repr(sorted(op.attributes.items(), key=lambda kv: kv[0])))
+            first = seen.get(signature)
+            if first is not None:
+                now[id(op)] = first
+                continue
+            seen[signature] = renamed
+        if renamed is not op:
+            now[id(op)] = renamed
+        out.append(renamed)
+    return out if now else operations
+
+
+def _ref(v: Any) -> Any:
+    if isinstance(v, OpResult):
+        return ("r", id(v.op), v.index)
+    if isinstance(v, BlockArg):
+        return ("a", id(v.block), v.index)
+    return ("?", id(v))
+
+
+def _renamed(op: Operation, now: dict[int, Operation]) -> Operation:
+    """`op` reading the stand-ins of merged or copied operations, itself and its nested operations."""
+    def swap(v: Any) -> Any:
+        return OpResult(now[id(v.op)], v.index) if isinstance(v, OpResult) and id(v.op) in now else v
+
+    operands = [swap(v) for v in op.operands]
+    changed = any(a is not b for a, b in zip(operands, op.operands))
+    regions = op.regions
+    if op.regions and now:
+        regions = [Region([Block(b.arg_types, [_renamed(o, now) for o in b.operations]) for b in r.blocks])
+                   for r in op.regions]
+        changed = True
+    if not changed:
+        return op
+    return Operation(op.name, op.attributes, op.result_types, regions, operands)
+
+
+def _key(v: OpResult) -> tuple[int, int]:
+    return id(v.op), v.index
+
+
+def _vector_inputs(op: Operation, local: set[int]) -> list[OpResult]:
+    """The block's vector values `op` reads, in its operands or in the operations nested in its regions."""
+    values = _captured(op) if op.regions else op.operands
+    return [v for v in values if isinstance(v, OpResult) and id(v.op) in local and _is_vector(v)]
+
+
+def _eager_phases(operations: list[Operation], inputs_of: dict[int, list[OpResult]]) -> dict[tuple[int, int], int | None]:
+    """Each vector value's phase when computed as soon as its inputs are: None for values loaded again
+    instead of kept, else the number of barriers before it."""
+    phase: dict[tuple[int, int], int | None] = {}
+    for op in operations:
+        if op.name.endswith(_TRANSPARENT_SUFFIXES):
+            continue  # its phase is its source's (see _source)
+        found = [phase.get(_key(_source(v))) for v in inputs_of[id(op)]]
+        combined = max((p for p in found if p is not None), default=None)
+        if op.name.endswith(_FREE_SUFFIXES):
+            result = None
+        elif op.name.endswith(_BARRIER_SUFFIXES):
+            result = (combined or 0) + 1
+        else:
+            result = combined or 0
+        for i, t in enumerate(op.result_types):
+            if isinstance(t, ShapedType) and t.kind == "vector":
+                phase[(id(op), i)] = result
+    return phase
