@@ -51,6 +51,7 @@ _TRANSPARENT_SUFFIXES = ("vector.broadcast", "vector.shape_cast")
 # Operations never merged: side effects, or a result that depends on when it runs.
 _PURE_EXCLUDED = ("load", "store", "dma", "sem", "alloca", "prng", "random", "region", "yield", "return",
                   "matmul", "trace", "barrier", "delay")
+_WIDENING_SUFFIXES = ("arith.sitofp", "arith.uitofp", "arith.extf", "arith.extsi", "arith.extui", "tpu.fptosi")
 _REGION = "tpu.region"
 _ALLOCA = "memref.alloca"
 _VREG_ROWS = 8
@@ -94,13 +95,15 @@ class HeldValue:
     element: str
     bytes: int  # in whole vregs: (8 x packing, 128) tiles
     phases: tuple[int, int]
+    across: str = "reduction"  # what it is kept across: "reduction" (a barrier) or "control flow"
 
 
 @dataclass(frozen=True, slots=True)
 class BodyFacts:
     scope: Scope
     held: tuple[HeldValue, ...]
-    held_peak_bytes: int  # the most held values live across one barrier, over the body's blocks
+    held_peak_bytes: int  # the most values held across one reduction, over the body's blocks
+    across_peak_bytes: int = 0  # the most values held across one control-flow op, over the body's blocks
 
     @property
     def allocas(self) -> tuple[Alloca, ...]:
@@ -127,12 +130,13 @@ def read_body(main: Operation) -> BodyFacts:
     entry = main.regions[0].blocks[0] if main.regions and main.regions[0].blocks else None
     scope = _scope(entry.operations if entry else [], users) if entry else Scope((), ())
     held: list[HeldValue] = []
-    peak = 0
+    peak = across = 0
     for block in _blocks(main):
-        values, block_peak = _held_in_block(block.operations)
+        values, block_peak, block_across = _held_in_block(block.operations)
         held.extend(values)
-        peak = max(peak, block_peak)
-    return BodyFacts(scope, tuple(held), peak)
+        peak, across = max(peak, block_peak), max(across, block_across)
+    return BodyFacts(scope, tuple(held), peak, across)
+
 
 
 # ------------------------------------------------------------------------------------------ allocations
@@ -272,9 +276,10 @@ def _captured(op: Operation) -> Iterator[Any]:
         yield from inner.operands
 
 
-def _held_in_block(operations: list[Operation]) -> tuple[list[HeldValue], int]:
+def _held_in_block(operations: list[Operation]) -> tuple[list[HeldValue], int, int]:
     """Phases of the block's vector values (how many barriers precede each) and the values that must be kept
-    whole from one phase to a later one; returns them with the largest total kept across one barrier.
+    whole from one phase to a later one; returns them with the largest totals kept across one reduction and
+    across one control-flow op.
 
     An elementwise value is computed at the latest phase its consumers allow (the LLO scheduler delays it to
     them: LayerNorm backward's `g - mean(g)`, read only after two more reductions, was not kept, `g` was),
@@ -322,14 +327,64 @@ def _held_in_block(operations: list[Operation]) -> tuple[list[HeldValue], int]:
             k = _key(src)
             if phase.get(k) is not None and at > phase[k]:
                 needed[k] = (max(needed.get(k, (at, src))[0], at), src)
-    held = []
-    for k, (last, v) in needed.items():
-        t = _type(v)
-        bits = scalar_bits(type_text(t.element)) or 32
-        held.append(HeldValue(v.op.name, tuple(t.shape), type_text(t.element), vreg_bytes(tuple(t.shape), bits),
-                              (phase[k], last)))
+        rhs = _dequantized_rhs(op, phase)
+        if rhs is not None:
+            # A dot's rhs widened from 8 bits in the kernel (weight-only quantization) exists whole before the
+            # dot: user1's bf16 x int8 matmuls spilled the bf16 copy (v5e, v6e), while megablox tgmm's bf16
+            # operands upcast to f32 streamed into the MXU with little spill.
+            k = _key(rhs)
+            needed[k] = (max(needed.get(k, (0, rhs))[0], phase[k] + 1), rhs)
+    held = [_held(v, (phase[k], last), "reduction") for k, (last, v) in needed.items()]
     boundaries = {b for h in held for b in range(*h.phases)}
     peak = max((sum(h.bytes for h in held if h.phases[0] <= b < h.phases[1]) for b in boundaries), default=0)
+    across, across_peak = _across_control_flow(operations, inputs_of, phase)
+    return held + across, peak, across_peak
+
+
+def _held(v: OpResult, phases: tuple[int, int], across: str) -> HeldValue:
+    t = _type(v)
+    bits = scalar_bits(type_text(t.element)) or 32
+    return HeldValue(v.op.name, tuple(t.shape), type_text(t.element), vreg_bytes(tuple(t.shape), bits), phases,
+                     across)
+
+
+def _dequantized_rhs(op: Operation, phase: dict[tuple[int, int], int | None]) -> OpResult | None:
+    if not op.name.endswith("tpu.matmul") or len(op.operands) < 2 or not isinstance(op.operands[1], OpResult):
+        return None
+    rhs = _source(op.operands[1])
+    if phase.get(_key(rhs)) is None or not rhs.op.name.endswith(_WIDENING_SUFFIXES) or not rhs.op.operands:
+        return None
+    narrow = _type(rhs.op.operands[0]) if isinstance(rhs.op.operands[0], OpResult) else None
+    bits = scalar_bits(type_text(narrow.element)) if isinstance(narrow, ShapedType) else None
+    return rhs if bits is not None and bits <= 8 else None
+
+
+def _across_control_flow(operations: list[Operation], inputs_of: dict[int, list[OpResult]],
+                         phase: dict[tuple[int, int], int | None]) -> tuple[list[HeldValue], int]:
+    """Computed vector values defined before a control-flow op (`pl.when`'s scf.if, a loop, a run_scoped
+    region) and read after it: code is not scheduled across it, so they are kept whole (a K-tiled f32 dot
+    computed before its `pl.when(k == 0)` accumulator init spilled its whole result but 48 vregs, in a
+    controlled grid of 128 kernels on v5e and v6e; the same dot after the init spilled nothing)."""
+    position = {id(op): i for i, op in enumerate(operations)}
+    defined: dict[tuple[int, int], int] = {}
+    last_use: dict[tuple[int, int], int] = {}
+    values: dict[tuple[int, int], OpResult] = {}
+    for i, op in enumerate(operations):
+        for v in inputs_of[id(op)]:
+            src = _source(v)
+            k = _key(src)
+            if phase.get(k) is None or id(src.op) not in position:
+                continue
+            defined[k] = position[id(src.op)]
+            last_use[k] = max(last_use.get(k, i), i)
+            values[k] = src
+    held, peak = [], 0
+    for i, op in enumerate(operations):
+        if not op.regions:
+            continue
+        live = [k for k in defined if defined[k] < i < last_use[k]]
+        peak = max(peak, sum(_held(values[k], (0, 0), "control flow").bytes for k in live))
+        held.extend(_held(values[k], (0, 0), "control flow") for k in live)
     return held, peak
 
 

@@ -809,13 +809,19 @@ class _ValueScope:
     def __init__(self) -> None:
         self.values: list[Any] = []
         self.next_ids: list[int] = []
+        self.sizes: list[int] = []
 
     def push_region(self, num_values: int) -> None:
         self.next_ids.append(len(self.values))
+        self.sizes.append(num_values)
         self.values.extend([None] * num_values)
 
     def pop_region(self) -> None:
+        # A closed region's ids are free again: the next region (a sibling, or the rest of the enclosing
+        # one) numbers its values from the same place (MLIR's ValueScope::pop). Keeping them shifted every
+        # operand read after an `scf.if` or loop onto the wrong value.
         self.next_ids.pop()
+        del self.values[len(self.values) - self.sizes.pop():]
 
     def define(self, value: Any) -> None:
         if not self.next_ids:

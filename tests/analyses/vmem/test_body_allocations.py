@@ -1,0 +1,169 @@
+"""What a kernel body allocates itself (analyses/vmem/mosaic/body.py, body_allocations.py), against the TPU
+compiler on user-written kernels.
+
+fixtures/oracle_new/user1 holds kernels written the way users write them (gen_user.py / user_kernels.py),
+compiled for v5e..v7x with each kernel's allocation list after register allocation (LLO_BREAKDOWN.tsv). The
+body model was built looking at them; held-out figures are reported from sets compiled after it was frozen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corpus import FIXTURES, rows_by_case, tsv_rows
+from hloscan.analyses.tpu import MIB, generation
+from hloscan.analyses.vmem.allowance import measured_spread
+from hloscan.analyses.vmem.body_allocations import HELD_SPREAD, body_peak
+from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
+from hloscan.analyses.vmem.kernels import estimate_module, tpu_custom_calls
+from hloscan.analyses.vmem.mosaic import read_kernel
+from hloscan.analyses.vmem.mosaic.bytecode import OpResult, read_module, decode_body, _is_func, _main_function
+from hloscan.hlo.parser import parse_module
+
+USER1 = FIXTURES / "oracle_new" / "user1"
+
+
+def _module(case: str):
+    return parse_module((USER1 / case / "before_optimizations.txt").read_text())
+
+
+def _kernel(case: str):
+    (comp, inst), = list(tpu_custom_calls(_module(case)))
+    return read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config"))))
+
+
+def _figure(case: str) -> int:
+    (row,) = [r for r in tsv_rows(USER1 / "MANIFEST.tsv") if r["case"] == case]
+    return int(row["scoped_sum"])
+
+
+# ------------------------------------------------------------------------------------------ allocations
+
+
+def test_nested_regions_add_up_and_siblings_share_their_space() -> None:
+    gen = generation("v5e")
+    nested = _kernel("v5e__pallas__scoped_nested_bf16_2048_1024").body
+    siblings = _kernel("v5e__pallas__scoped_siblings_bf16_2048_1024").body
+    assert [a.shape for a in nested.allocas] == [(2048, 2048), (1024, 2048)]
+    assert body_peak(nested, gen) == 12 * MIB  # the compiler: 12.2 MiB with its 0.12 MiB output window
+    assert body_peak(siblings, gen) == 8 * MIB  # the compiler: 8.15 MiB
+    for case in ("v5e__pallas__scoped_nested_bf16_2048_1024", "v5e__pallas__scoped_siblings_bf16_2048_1024"):
+        (k,) = estimate_module(_module(case), "v5e", None)
+        assert abs(k.estimate.predicted_bytes - _figure(case)) <= 0.02 * _figure(case)
+
+
+def test_a_temporary_read_back_in_straight_line_code_is_forwarded() -> None:
+    straight = _kernel("v5e__pallas__scoped_temp_bf16_512x1024").body
+    in_when = _kernel("v6e__pallas__scoped_temp_when_bf16_512x1024").body
+    assert [a.forwarded for a in straight.allocas] == [True]
+    assert [a.forwarded for a in in_when.allocas] == [False]
+    assert body_peak(straight, generation("v5e")) == 0
+    assert body_peak(in_when, generation("v6e")) == 2 * MIB  # the compiler's 'scoped memory' allocation
+
+
+def test_inner_pipeline_buffers_count_their_buffering() -> None:
+    body = _kernel("v5p__pallas__inner_mm_bf16_512x1024x512_b3").body
+    assert [a.shape for a in body.allocas] == [(3, 512, 1024), (2, 1024, 512), (2, 512, 512)]
+    assert body_peak(body, generation("v5p")) == 7 * MIB  # the allocation list: 3 + 2 + 2 MiB
+
+
+# ------------------------------------------------------------------------------------------ held values
+
+
+def test_upcast_block_is_held_across_the_row_reduction() -> None:
+    held = _kernel("v5e__pallas__rmsnorm_bf16_256x4096").body
+    assert held.held_peak_bytes == 4 * MIB  # f32[256, 4096]; the compiler spilled 4.04 MiB
+    assert [(h.shape, h.element) for h in held.held] == [((256, 4096), "f32")]
+    # An f32 block loaded from its window is loaded again instead: nothing held, and none spilled.
+    assert _kernel("v5p__pallas__rmsnorm_f32_256x2048").body.held_peak_bytes == 0
+
+
+def test_repeated_subexpressions_are_one_value() -> None:
+    """jax traces `x - max` twice in log-softmax; Mosaic keeps one, held across the sum."""
+    body = _kernel("v6e__pallas__log_softmax_f32_16x50304").body
+    assert [h.op.rsplit(".", 1)[-1] for h in body.held if h.bytes > MIB] == ["subf"]
+
+
+def test_values_live_across_control_flow_are_held() -> None:
+    """A dot computed before its accumulator's `pl.when` init is kept whole across it."""
+    body = _kernel("v5p__pallas__mm_f32_640x640x640").body
+    assert body.across_peak_bytes == 640 * 640 * 4
+    assert body.held_peak_bytes == 0
+
+
+def test_operands_after_a_region_resolve_to_their_values() -> None:
+    """MLIR bytecode numbers the values of a closed region again from the same place: a reader that kept
+    the ids shifted read the emit_pipeline matmul's result as a boolean's operand."""
+    (comp, inst), = list(tpu_custom_calls(_module("v7x__pallas__inner_mm_bf16_1024x2048x1024_b3")))
+    module = read_module(decode_body(kernel_body(parse_backend_config(inst.attr("backend_config")))))
+    main = _main_function([op for op in module.walk() if _is_func(op)])
+    dots = [op for op in main.walk() if op.name.endswith("tpu.matmul")]
+    users = [op.name.rsplit(".", 1)[-1] for op in main.walk()
+             for v in op.operands if isinstance(v, OpResult) and v.op is dots[0]]
+    assert users == ["addf"]
+
+
+def _held_ratios() -> list[float]:
+    """The compiler's figure minus the exact part (windows, scratch, body allocations), over the held-value
+    allowance, for every user1 kernel that gets one."""
+    manifest = {r["case"]: r for r in tsv_rows(USER1 / "MANIFEST.tsv")}
+    ratios = []
+    for case, rows in rows_by_case(USER1 / "LLO_BREAKDOWN.tsv").items():
+        kernels = estimate_module(_module(case), manifest[case]["generation"], None)
+        if len(kernels) != 1 or len(rows) != 1:
+            continue
+        est = kernels[0].estimate
+        held = [a for a in est.allowances if a.rule == "held-across-reduction"]
+        if held:
+            exact = est.predicted_bytes - est.internal_bytes
+            ratios.append((int(rows[0]["figure"]) - exact) / held[0].size)
+    return ratios
+
+
+def test_held_value_spread_is_the_measured_one() -> None:
+    ratios = _held_ratios()
+    assert len(ratios) == HELD_SPREAD.kernels
+    low, high = measured_spread(ratios)
+    assert (round(low, 2), round(high, 2)) == (HELD_SPREAD.low, HELD_SPREAD.high)
+
+
+# ------------------------------------------------------------------------------------------ the whole set
+
+# Measured on user1 before the body model: 23/54 within 5%, 7/15 compiler VMEM errors found; after it:
+# 49/56 and 14/15 (the miss sits at its limit: 48.00 MiB estimated, 48.43 MiB used of a 48 MiB limit).
+FLOORS = {"within": (49, 56), "errors": (14, 15)}
+
+
+def _user1_cases():
+    for row in tsv_rows(USER1 / "MANIFEST.tsv"):
+        if row["family"] != "pallas" or not (USER1 / row["case"]).is_dir():
+            continue
+        error = row["verdict"].startswith("E1001") or row["error_kind"] == "vmem_capacity_oom"
+        if row["verdict"] == "ok" or error:
+            yield row, error
+
+
+def test_user_kernels_within_5_percent_and_errors_found() -> None:
+    within = total = found = errors = false_errors = 0
+    for row, error in _user1_cases():
+        kernels = estimate_module(_module(row["case"]), row["generation"], None)
+        # An accepted kernel estimated over its limit is a false error; one estimated within 10% of it is
+        # "tight" (a warning on the pre-optimisation dump, which eval_real's check of the whole case folder
+        # does not raise: its after_codegen figure is the compiler's own).
+        flagged = any(k.estimate.exceeds for k in kernels)
+        if error:
+            errors += 1
+            found += any(k.estimate.exceeds for k in kernels)
+            continue
+        est = sum(k.estimate.predicted_bytes for k in kernels)
+        want = int(row["scoped_sum"])
+        total += 1
+        within += abs(est - want) <= 0.05 * want
+        false_errors += flagged
+        print(f"{row['case']:55s} est={est:>10d} compiler={want:>10d} {(est - want) / want:+.1%}")
+    print(f"within 5%: {within}/{total}; errors found {found}/{errors}; false errors {false_errors}")
+    assert (total, errors) == (FLOORS["within"][1], FLOORS["errors"][1])
+    assert within >= FLOORS["within"][0] and found >= FLOORS["errors"][0]
+    assert false_errors == 0
