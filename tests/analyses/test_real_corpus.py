@@ -95,7 +95,9 @@ def test_capacity_finding_quotes_the_xla_message(verdicts) -> None:
         capacity = re.search(r"Used [\d.]+M of ([\d.]+M) vmem", error).group(1)
         (finding,) = [x for x in found if x.code == "HLO205"][:1]
         assert f"of {capacity} vmem" in finding.data["xla_message"], case.name
-        assert finding.data["lower_bound"] is True  # estimated before codegen: it says so
+        # Estimated before codegen, it says how far to trust it: a range or a lower bound, never measured.
+        assert finding.data["figure_kind"] in ("range", "lower-bound", "exact"), case.name
+        assert finding.data["lower_bound"] is (finding.data["figure_kind"] == "lower-bound")
 
 
 # Share of a family's compiled kernels whose before_optimizations estimate is within 5% of the compiler's

@@ -26,6 +26,14 @@ _KEPT_IN_REGISTERS = 48 * 4096
 _HELD_MIN_BYTES = 64 * 1024
 
 
+def alloca_tile(alloca: Alloca) -> tuple[int, int]:
+    """The (sublanes, lanes) tile Mosaic gives an allocation (see alloca_bytes)."""
+    shape = alloca.shape
+    if alloca.bits == 32 and len(shape) >= 2 and shape[-1] <= LANES:
+        return (1, LANES)
+    return (vmem_sublane_tile(alloca.bits, shape[-2] if len(shape) >= 2 else 1), LANES)
+
+
 def alloca_bytes(alloca: Alloca, gen: TpuGeneration) -> int:
     """VMEM bytes of one allocation as Mosaic tiles it (infer_memref_layout): a 32-bit buffer no wider than
     128 lanes is laid out untiled, one row per 128 lanes (a (bn, 1) f32 statistic takes bn x 512 bytes);

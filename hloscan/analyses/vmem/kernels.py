@@ -55,7 +55,8 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
                 operands[pos] = in_vmem(operands[pos])
         result = _with_resident_results(inst, positions)
         est = estimate_kernel(inst.attr("backend_config"), operands, result, tpu=tpu or DEFAULT_TPU,
-                              vmem_limit_kib=vmem_limit_kib, instruction_name=inst.name, margin=margin)
+                              vmem_limit_kib=vmem_limit_kib, instruction_name=inst.name, margin=margin,
+                              residency_predicted=bool(positions))
         predicted = sorted(positions)
         inputs = [str(p) for p in predicted if p < len(inst.operands)]
         results = [str(p - len(inst.operands)) for p in predicted if p >= len(inst.operands)]
@@ -97,6 +98,8 @@ def figure_label(est: KernelEstimate) -> str:
         return "measured scoped VMEM (used_scoped_memory_configs)"
     if est.kind == "whole-array":
         return "scoped VMEM estimate (whole arrays, kernel body not decoded)"
+    if est.figure_kind == "exact":
+        return "scoped VMEM estimate (exact: windows, scratch and the body's own allocations, all read from the kernel)"
     if est.range_bytes is None:  # no allowance with a spread (or a measured figure, handled above)
         return "scoped VMEM estimate (lower bound)"
     allowance = f"includes a {mib(est.internal_bytes)} allowance for compiler-internal scratch"
@@ -158,6 +161,8 @@ def estimate_json(est: KernelEstimate, assumed: bool) -> dict[str, Any]:
         "estimate_bytes": est.estimate_bytes,
         "predicted_bytes": est.predicted_bytes,
         "kind": est.kind,
+        "figure_kind": est.figure_kind,
+        "body_bytes": est.body_bytes,
         "limit_bytes": est.limit_bytes,
         "limit_source": est.limit_source,
         "verdict": est.verdict,

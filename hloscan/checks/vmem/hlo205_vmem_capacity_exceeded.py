@@ -68,7 +68,7 @@ class VmemCapacityExceeded(Check):
             data = estimate_json(est, kernel.tpu_assumed)
             data.update(used_bytes=cap.used_bytes, resident_bytes=cap.resident_bytes,
                         capacity_bytes=cap.capacity_bytes, xla_message=cap.xla_message(),
-                        lower_bound=not cap.measured)
+                        lower_bound=not cap.measured and est.figure_kind == "lower-bound")
             hint = hint_text(est)
             hint = "shrink the blocks (a larger vmem_limit_bytes cannot help)" + (
                 f"; {hint.split('; ', 1)[-1]}" if hint and "shrink" in hint else "")

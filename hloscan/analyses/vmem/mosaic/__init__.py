@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from hloscan.analyses.vmem.mosaic.body import read_body
 from hloscan.analyses.vmem.mosaic.bytecode import MAGIC, BytecodeError, MosaicKernel, decode_body, read_kernel_bytecode
 from hloscan.analyses.vmem.mosaic.text import looks_like_mlir_text, read_kernel_text
 
@@ -30,4 +31,4 @@ def _read(body: str | bytes) -> MosaicKernel:
             return read_kernel_text(bytes(data).decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise BytecodeError(f"kernel body is neither MLIR bytecode nor UTF-8 text: {exc}") from exc
-    return read_kernel_bytecode(data)
+    return read_kernel_bytecode(data, read_body)

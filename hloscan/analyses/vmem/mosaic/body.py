@@ -104,6 +104,7 @@ class BodyFacts:
     held: tuple[HeldValue, ...]
     held_peak_bytes: int  # the most values held across one reduction, over the body's blocks
     across_peak_bytes: int = 0  # the most values held across one control-flow op, over the body's blocks
+    loop_vectors: bool = False  # a loop (scf.for / scf.while) carries vector values from one iteration on
 
     @property
     def allocas(self) -> tuple[Alloca, ...]:
@@ -135,7 +136,9 @@ def read_body(main: Operation) -> BodyFacts:
         values, block_peak, block_across = _held_in_block(block.operations)
         held.extend(values)
         peak, across = max(peak, block_peak), max(across, block_across)
-    return BodyFacts(scope, tuple(held), peak, across)
+    loops = any(op.name.endswith(("scf.for", "scf.while")) and any(
+        isinstance(t, ShapedType) and t.kind == "vector" for t in op.result_types) for op in main.walk())
+    return BodyFacts(scope, tuple(held), peak, across, loops)
 
 
 

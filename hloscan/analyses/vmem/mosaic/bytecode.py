@@ -1195,8 +1195,9 @@ def _transform_names(op: Operation) -> list[str]:
     return [p["transform_indices"].name for p in params if isinstance(p, dict) and "transform_indices" in p]
 
 
-def kernel_from_module(module: Module) -> MosaicKernel:
-    """Pick the kernel's main function out of a decoded module and read its Mosaic attributes."""
+def kernel_from_module(module: Module, read_body: Callable[[Operation], Any] | None = None) -> MosaicKernel:
+    """Pick the kernel's main function out of a decoded module and read its Mosaic attributes; `read_body`
+    (mosaic/body.py, which builds on this module's IR) reads what the main function's body allocates."""
     funcs = [op for op in module.walk() if _is_func(op)]
     if not funcs:
         raise BytecodeError("no func.func operation in the kernel body")
@@ -1233,13 +1234,8 @@ def kernel_from_module(module: Module) -> MosaicKernel:
         op_names=tuple(sorted({op.name for op in main.walk()} - {main.name})),
         vector_values=_vector_values(main),
         grid_indices_read=_grid_indices_read(main, len(grid or ())),
-        body=read_body(main),
+        body=read_body(main) if read_body is not None else None,
     )
-
-
-def read_body(main: Operation) -> Any:
-    from hloscan.analyses.vmem.mosaic.body import read_body as read  # body.py reads this module's IR types
-    return read(main)
 
 
 def _grid_indices_read(main: Operation, n_grid: int) -> tuple[int, ...] | None:
@@ -1266,11 +1262,11 @@ def _mosaic_version(module: Module) -> int | None:
     return None
 
 
-def read_kernel_bytecode(data: bytes) -> MosaicKernel:
+def read_kernel_bytecode(data: bytes, read_body: Callable[[Operation], Any] | None = None) -> MosaicKernel:
     """Decode MLIR bytecode (starting with the `ML\\xefR` magic) into a MosaicKernel."""
     module = read_module(data)
     try:
-        return kernel_from_module(module)
+        return kernel_from_module(module, read_body)
     except BytecodeError:
         raise
     except (IndexError, KeyError, ValueError, TypeError, AttributeError) as exc:
