@@ -52,6 +52,8 @@ _TRANSPARENT_SUFFIXES = ("vector.broadcast", "vector.shape_cast")
 _PURE_EXCLUDED = ("load", "store", "dma", "sem", "alloca", "prng", "random", "region", "yield", "return",
                   "matmul", "trace", "barrier", "delay")
 _WIDENING_SUFFIXES = ("arith.sitofp", "arith.uitofp", "arith.extf", "arith.extsi", "arith.extui", "tpu.fptosi")
+# A wait for a DMA or a semaphore orders the code: what reads the copied data cannot be scheduled before it.
+_WAIT_SUFFIXES = ("wait_dma", "wait_dma2", "sem_wait", "semaphore_wait", "wait_indirect_dma")
 _REGION = "tpu.region"
 _ALLOCA = "memref.alloca"
 _VREG_ROWS = 8
@@ -308,7 +310,7 @@ def _held_in_block(operations: list[Operation]) -> tuple[list[HeldValue], int, i
         if op.name.endswith(_TRANSPARENT_SUFFIXES + _FREE_SUFFIXES):
             continue
         keys = [(id(op), i) for i, t in enumerate(op.result_types) if (id(op), i) in phase]
-        if op.name.endswith(_BARRIER_SUFFIXES) or not keys:
+        if not keys or op.name.endswith(_BARRIER_SUFFIXES):
             consumes[id(op)] = combine(op)  # a reduction or a store reads its inputs as soon as they exist
             continue
         later = [consumes.get(id(u)) for k in keys for u in users.get(k, [])]
@@ -455,7 +457,11 @@ def _eager_phases(operations: list[Operation], inputs_of: dict[int, list[OpResul
     """Each vector value's phase when computed as soon as its inputs are: None for values loaded again
     instead of kept, else the number of barriers before it."""
     phase: dict[tuple[int, int], int | None] = {}
+    floor = 0  # nothing after a DMA wait runs before it: the phases reached when the wait comes
     for op in operations:
+        if op.name.endswith(_WAIT_SUFFIXES):
+            floor = max([floor] + [p for p in phase.values() if p is not None])
+            continue
         if op.name.endswith(_TRANSPARENT_SUFFIXES):
             continue  # its phase is its source's (see _source)
         found = [phase.get(_key(_source(v))) for v in inputs_of[id(op)]]
@@ -463,9 +469,9 @@ def _eager_phases(operations: list[Operation], inputs_of: dict[int, list[OpResul
         if op.name.endswith(_FREE_SUFFIXES):
             result = None
         elif op.name.endswith(_BARRIER_SUFFIXES):
-            result = (combined or 0) + 1
+            result = max(combined or 0, floor) + 1
         else:
-            result = combined or 0
+            result = max(combined or 0, floor)
         for i, t in enumerate(op.result_types):
             if isinstance(t, ShapedType) and t.kind == "vector":
                 phase[(id(op), i)] = result
