@@ -11,8 +11,8 @@ from hloscan.analyses.hbm import HbmResult, analyze_modules, human
 from hloscan.cli.main import config_options, error_json, family_flags, load_reporting_errors, main, settings
 
 EXIT_CLEAN, EXIT_E1000, EXIT_ERROR = 0, 1, 2
-_KIND_TEXT = {"exact": "exact (XLA's memory-usage report)", "simulated": "simulated (scheduled dump, ~10%)",
-              "predicted": "predicted before compiling (estimate, ~25%)"}
+_KIND_TEXT = {"exact": "exact (XLA's memory-usage report)", "simulated": "simulated (scheduled dump, ~{:.0%})",
+              "predicted": "predicted before compiling (estimate, ~{:.0%})"}
 
 
 @main.command()
@@ -49,15 +49,20 @@ def render_text(r: HbmResult) -> str:
     gen = r.generation + (" (assumed; use --tpu)" if r.generation_assumed else "")
     share = r.xla_total_bytes / r.capacity_bytes if r.capacity_bytes else 0.0
     lines = [f"{r.path}: module {r.module} ({r.stage}) on {gen}",
-             f"  figure      {_KIND_TEXT[r.kind]}",
+             f"  figure      {_KIND_TEXT[r.kind].format(r.expected_error)}",
+             f"  devices     " + (f"{r.devices}: per-device figures ({r.sharding})" if r.devices > 1
+                                  else "one (global figures)"),
              f"  arguments   {human(r.arguments_bytes):>9}  ({r.arguments_bytes:,} B)",
              f"  outputs     {human(r.outputs_bytes):>9}  ({r.outputs_bytes:,} B), aliased with arguments "
              f"{human(r.aliased_bytes)}",
              f"  temporaries {human(r.temporaries_bytes):>9}  ({r.temporaries_bytes:,} B) at the peak",
              f"  total       {human(r.xla_total_bytes):>9}  ({r.xla_total_bytes:,} B) = {share:.0%} of "
              f"{human(r.capacity_bytes)} available HBM -> {r.verdict}"]
-    if r.verdict == "E1000":
+    if r.verdict == "E1000" and r.certainly_over:
         lines.append(f"  over capacity by {human(r.over_bytes)}: XLA fails with 'Ran out of memory on HBM'")
+    elif r.verdict == "E1000":
+        lines.append(f"  over capacity by {human(r.over_bytes)}, less than the estimate's expected error "
+                     f"({r.expected_error:.0%}): XLA may fail with 'Ran out of memory on HBM'")
     if r.live_at_peak:
         where = f" (at %{r.peak_instruction}, line {r.peak_line})" if r.peak_instruction else ""
         lines.append(f"  largest buffers live at the peak{where}:")

@@ -14,6 +14,7 @@ from hloscan.hlo.source import source_location
 from hloscan.analyses.hbm.capacity import DEFAULT_GENERATION, capacity_bytes, verdict
 from hloscan.analyses.hbm.liveness import HBM_SPACE, BufferLife, Simulation, simulate
 from hloscan.analyses.hbm.model import HbmResult, LiveBuffer
+from hloscan.analyses.hbm.partition import partitions, sharding_summary
 from hloscan.analyses.hbm.reports import XlaReport, read_report
 
 LIVE_LIMIT = 10
@@ -62,6 +63,12 @@ def analyze_module(module: Module, path: str, generation: str | None, use_report
     args, outs, aliased = entry_figures(sig, gen, module)
     scheduled = module.attr("is_scheduled") == "true"
     sim = simulate(module, predict=not scheduled, generation=gen)
+    devices = partitions(module) if not scheduled else 1
+    if devices > 1:
+        # Not partitioned yet: the signature is global; one device holds the shards the simulation sized.
+        args = sum(b.bytes for b in sim.buffers if b.role == "parameter")
+        outs = sum(b.bytes for b in sim.buffers if b.role == "output")
+        aliased = 0
     own_outputs = sum(b.bytes for b in sim.buffers if b.role == "output")
     constants = sum(b.bytes for b in sim.buffers if b.role == "constant")
     temps = sim.peak_bytes
@@ -76,6 +83,11 @@ def analyze_module(module: Module, path: str, generation: str | None, use_report
     cap = capacity_bytes(gen)
     result = HbmResult(path, module.name, stage, kind, gen, generation is None, cap, args, outs, aliased, temps,
                        total, total, verdict(total, cap), notes=notes)
+    if devices > 1 and kind == "predicted":
+        result.devices = devices
+        result.sharding = sharding_summary(module)
+        notes.append(f"per device: {devices} partitions; global shapes divided as the module's shardings say "
+                     f"({result.sharding}), propagated to the unannotated instructions (estimate)")
     result.live_at_peak = live_buffers(module, sim)
     if sim.positions and 0 < sim.peak_position <= len(sim.positions):
         comp, inst = sim.positions[sim.peak_position - 1]

@@ -26,6 +26,7 @@ from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 from hloscan.hlo.layout import UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes, with_layout
 from hloscan.hlo.ir import Layout
 from hloscan.hlo.signature import parse_aliases
+from hloscan.analyses.hbm.partition import WHOLE, Split, shard_factors
 
 HBM_SPACE = 0
 HOST_SPACE = 5  # S(5)
@@ -62,6 +63,7 @@ class Value:
     define: int
     last_use: int = -1
     host: bool = False
+    split: object = None  # partition.Split: how a multi-device module divides it (None: one device)
 
 
 @dataclass
@@ -182,18 +184,34 @@ class Simulator:
         self.invariants: list[tuple[int, set[int]]] = []  # (while start position, invariant leaf ids)
         self.hoisted: dict[tuple[int, str], int] = {}
         self.user_counts: dict[str, dict[str, int]] = {}
+        # A multi-device module before partitioning: each value is sized as one device's shard (partition.py).
+        self.splits = shard_factors(module) if predict else None
 
     # ------------------------------------------------------------------------------------------ values
 
-    def _new(self, inst: Instruction, comp: Computation, shape: Shape | None) -> Tree:
+    def _new(self, inst: Instruction, comp: Computation, shape: Shape | None, split=None) -> Tree:
         if shape is None:  # instruction printed without a shape: nothing to size
             return []
+        if split is None and self.splits is not None:
+            split = self.splits.get((comp.name, inst.name))
         if shape.is_tuple:
-            return [self._new(inst, comp, s) for s in shape.tuple_shapes]
+            parts = split if isinstance(split, list) else [split] * len(shape.tuple_shapes)
+            return [self._new(inst, comp, s, p if p is not None else WHOLE)
+                    for s, p in zip(shape.tuple_shapes, parts + [WHOLE] * (len(shape.tuple_shapes) - len(parts)))]
         vid = self.uf.add()
-        size = leaf_bytes(shape, self.predict) if shape.is_array else 0
-        self.values.append(Value(vid, inst, comp, shape, size, shape.memory_space, self.position))
+        size = self._device_bytes(shape, split) if shape.is_array else 0
+        self.values.append(Value(vid, inst, comp, shape, size, shape.memory_space, self.position,
+                                 split=split if isinstance(split, Split) else None))
         return vid
+
+    def _device_bytes(self, shape: Shape, split) -> int:
+        """One device's bytes of an array leaf (the whole array unless the module is split over devices)."""
+        if not isinstance(split, Split) or split.pieces <= 1:
+            return leaf_bytes(shape, self.predict)
+        local = split.local_shape(shape)
+        if local is not None:
+            return leaf_bytes(local, self.predict)
+        return -(-leaf_bytes(shape, self.predict) // split.pieces)
 
     def _leaves(self, tree: Tree) -> list[int]:
         if isinstance(tree, int):
@@ -359,13 +377,13 @@ class Simulator:
         self._use(leaf, self.values[hoisted].define)
         return deps - {leaf} | {hoisted}
 
-    def _clone_constants(self, slots: list, fresh: set[int]) -> list:
+    def _clone_constants(self, slots: list, fresh: set[int], sunk: set[int] = frozenset()) -> list:
         """Loop state initialised from a broadcast constant (zeros for accumulators): XLA clones the
-        broadcast next to each loop instead of keeping one buffer alive from its first use."""
+        broadcast next to each loop instead of keeping one buffer alive from its first use. Slots the body
+        only reads (`sunk`) are left to while-loop constant sinking (`_materialize_state`)."""
         out = []
         for k, t in enumerate(slots):
-            if isinstance(t, Virtual) and t.inst.opcode in ("broadcast", "iota", "constant") and all(
-                    self.values[v].bytes <= 4096 for v in t.deps):
+            if k not in sunk and self._sinkable(t):
                 t = self._new(t.inst, t.comp, t.shape)
                 fresh.add(k)
             out.append(t)
@@ -386,7 +404,7 @@ class Simulator:
             if isinstance(slot, int) and k not in invariant and k not in fresh:
                 root = self.uf.find(slot)
                 if root in seen or slot in self.param_roots or k in shared:
-                    slot = self._new(inst, comp, self.values[slot].shape)
+                    slot = self._new(inst, comp, self.values[slot].shape, self.values[slot].split or WHOLE)
                     self._use(init[k])
                 seen.add(self.uf.find(slot))
             out.append(slot)
@@ -501,12 +519,13 @@ class Simulator:
         op = inst.opcode
         if op == "while":
             fresh: set[int] = set()
-            if self.predict and operands and isinstance(operands[0], list):
-                operands = [self._clone_constants(operands[0], fresh)] + operands[1:]
-            init = self._materialize(operands[0]) if operands else []
-            self._use(init)
             cond = self._callee(inst.attr("condition"))
             body = self._callee(inst.attr("body"))
+            if self.predict and operands and isinstance(operands[0], list):
+                sunk = self._invariant_slots(body, len(operands[0])) if body is not None else set()
+                operands = [self._clone_constants(operands[0], fresh, sunk)] + operands[1:]
+            init = self._materialize_state(operands[0], body) if operands else []
+            self._use(init)
             if cond is not None:
                 self._computation(cond, {0: init})
             if body is not None and self.predict:
@@ -515,7 +534,10 @@ class Simulator:
             if body is not None:
                 if self.predict:
                     self.invariants.append((self.position, self._invariant_leaves(body, init)))
-                out = self._materialize(self._computation(body, {0: init}))
+                out = self._computation(body, {0: init})
+                out = ([o if isinstance(o, Virtual) and isinstance(init, list) and k < len(init) and o is init[k]
+                        else self._materialize(o) for k, o in enumerate(out)]
+                       if isinstance(out, list) else self._materialize(out))
                 if self.predict:
                     self.invariants.pop()
                 self._use(out)
@@ -543,6 +565,18 @@ class Simulator:
             self._use(result)
             self._union_trees(out, result)
         return out if out is not None else self._opaque(comp, inst, operands)
+
+    def _materialize_state(self, state: Tree, body: Computation | None) -> Tree:
+        """A loop's initial state in buffers, except what XLA's while-loop constant sinking moves into the
+        body: a broadcast of a small value (a mask, -inf) the body only reads, which then fuses there."""
+        if not (self.predict and body is not None and isinstance(state, list)):
+            return self._materialize(state)
+        invariant = self._invariant_slots(body, len(state))
+        return [t if k in invariant and self._sinkable(t) else self._materialize(t) for k, t in enumerate(state)]
+
+    def _sinkable(self, tree: Tree) -> bool:
+        return (isinstance(tree, Virtual) and tree.inst.opcode in ("broadcast", "iota", "constant")
+                and all(self.values[v].bytes <= 4096 for v in tree.deps))
 
     def _opaque(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
         self.positions.append((comp, inst))

@@ -5,9 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Expected error of each kind of figure against XLA's memory-usage-report total (measured on the
-# tpu-oracle corpus; see the hbm command's docs).
-EXPECTED_ERROR = {"exact": 0.0, "simulated": 0.10, "predicted": 0.25}
+# Expected error of each kind of figure against XLA's memory-usage-report total: nine in ten programs of at
+# least half the capacity fall within it (tpu-oracle/real and fixtures/oracle_new hbm families, 49 programs:
+# before optimisation 3.9%, max 5.6%; after, simulated, within 4.2%; docs/hbm.md). Small programs miss by
+# more in relative terms (temporaries that end up in VMEM) but are far from any capacity.
+EXPECTED_ERROR = {"exact": 0.0, "simulated": 0.05, "predicted": 0.04}
+# A multi-device module before partitioning: one device's share is propagated from the shardings (partition.py),
+# which misses the partitioner's own buffers (gathered weights, resharding).
+PER_DEVICE_PREDICTED_ERROR = 0.15
 
 
 @dataclass(frozen=True)
@@ -45,10 +50,21 @@ class HbmResult:
     peak_instruction: str | None = None
     peak_line: int = 0
     notes: list[str] = field(default_factory=list)
+    devices: int = 1  # the module's partitions; the figures are one device's when > 1
+    sharding: str | None = None  # what the per-device figures were read from
 
     @property
     def expected_error(self) -> float:
+        if self.kind == "predicted" and self.devices > 1:
+            return PER_DEVICE_PREDICTED_ERROR
         return EXPECTED_ERROR[self.kind]
+
+    @property
+    def certainly_over(self) -> bool:
+        """Over capacity, and for a prediction by more than its expected error: XLA will fail (HLO401's
+        error). XLA's report and a simulation of the scheduled dump are taken as they are."""
+        margin = self.expected_error if self.kind == "predicted" else 0.0
+        return self.xla_total_bytes > self.capacity_bytes * (1 + margin)
 
     @property
     def over_bytes(self) -> int:
@@ -61,5 +77,7 @@ class HbmResult:
                 "outputs_bytes": self.outputs_bytes, "aliased_bytes": self.aliased_bytes,
                 "temporaries_bytes": self.temporaries_bytes, "peak_bytes": self.peak_bytes,
                 "xla_total_bytes": self.xla_total_bytes, "expected_error": self.expected_error,
-                "verdict": self.verdict, "peak_instruction": self.peak_instruction,
+                "verdict": self.verdict, "certainly_over": self.certainly_over,
+                "devices": self.devices, "per_device": self.devices > 1, "sharding": self.sharding,
+                "peak_instruction": self.peak_instruction,
                 "live_at_peak": [b.to_json() for b in self.live_at_peak], "notes": list(self.notes)}

@@ -29,7 +29,10 @@ def context_result(ctx: "Context", check: "type[Check] | Check") -> HbmResult | 
 
 
 def figure_text(r: HbmResult) -> str:
-    kind = {"exact": "XLA's report", "simulated": "simulated peak", "predicted": "predicted (estimate, ~25%)"}[r.kind]
+    kind = {"exact": "XLA's report", "simulated": f"simulated peak, ~{r.expected_error:.0%}",
+            "predicted": f"predicted, an estimate within ~{r.expected_error:.0%}"}[r.kind]
+    if r.devices > 1:
+        kind += f", per device of {r.devices}"
     gen = r.generation + (" (assumed; use --tpu)" if r.generation_assumed else "")
     return (f"HBM total {human(r.xla_total_bytes)} ({kind}: arguments {human(r.arguments_bytes)}, "
             f"temporaries {human(r.temporaries_bytes)}) vs {human(r.capacity_bytes)} available on {gen}")

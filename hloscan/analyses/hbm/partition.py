@@ -1,0 +1,348 @@
+"""One device's share of a multi-device module that XLA has not partitioned yet (before_optimizations of a
+sharded jax program: global shapes, `sharding=` annotations, `num_partitions=N`).
+
+XLA's SPMD partitioner (GSPMD, or Shardy exported to HLO shardings) splits every array as its sharding says
+and propagates shardings to the instructions nobody annotated. This module does a simple forward version of
+that propagation, enough to size each value on one device:
+
+* an annotation (`sharding=`, jax's `Sharding` custom call, entry parameters and the ROOT's output shardings)
+  is exact: the shard's dims are the global dims divided by the tiles;
+* elementwise ops, converts, copies and in-place updates keep their operand's split; a transpose permutes
+  it; a broadcast keeps the operand's splits on the dims it maps to; a reduce keeps the splits of the dims it
+  keeps; a dot keeps the splits of its batch and free dims (one operand's free dims as the partitioner
+  gathers the other when both are split), capped at the device count;
+* loop state, call arguments and tuple elements carry their split into the called computations;
+* anything else (reshapes, gathers, concatenations...) keeps the largest number of pieces of an operand as
+  a plain divisor (no dims), never more than the value's elements.
+
+What is missed is what the partitioner adds: the gathered copy of an FSDP weight before its dot, the
+all-reduce buffers of row-parallel dots, resharding copies (an estimate: the figure says so).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+from hloscan.hlo.attrs import parse_int_list, parse_name_list
+from hloscan.hlo.ir import Computation, Instruction, Module, Shape
+from hloscan.hlo.sharding import Sharding, parse_sharding
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """How one array leaf is divided: per-dim tiles when known, else only the number of pieces."""
+
+    pieces: int
+    tiles: tuple[int, ...] | None = None
+
+    def local_shape(self, shape: Shape) -> Shape | None:
+        """The shard's shape when the tiles are known (None: only a divisor is)."""
+        if self.tiles is None or not shape.is_array or len(self.tiles) != len(shape.dims):
+            return None
+        dims = tuple(-(-d // t) for d, t in zip(shape.dims, self.tiles))
+        return Shape(shape.element_type, dims, shape.dynamic, shape.layout)
+
+
+WHOLE = Split(1)
+_MAX_DEPTH = 64
+Factor = Union[Split, list]  # a Split per array leaf, nested lists for tuples
+
+ELEMENTWISE_KEEP = frozenset({
+    "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "compare", "convert", "copy", "cosine", "divide",
+    "exponential", "exponential-minus-one", "floor", "is-finite", "log", "log-plus-one", "logistic", "maximum",
+    "minimum", "multiply", "negate", "not", "or", "power", "real", "imag", "reduce-precision", "remainder",
+    "round-nearest-afz", "round-nearest-even", "rsqrt", "select", "shift-left", "shift-right-arithmetic",
+    "shift-right-logical", "sign", "sine", "sqrt", "subtract", "tan", "tanh", "xor", "erf", "bitcast-convert",
+    "stochastic-convert", "clz", "popcnt", "dynamic-update-slice", "scatter", "optimization-barrier", "opt-barrier",
+    "copy-start", "copy-done",
+})
+
+
+def partitions(module: Module) -> int:
+    """The module's device count: `num_partitions` (SPMD) times `replica_count` is not what splits arrays;
+    only the partitions do."""
+    try:
+        return max(1, int(module.attr("num_partitions") or 1))
+    except ValueError:
+        return 1
+
+
+def from_sharding(s: Sharding, shape: Shape | None, devices: int) -> Split:
+    if s.kind != "tiled" or not s.tiles:
+        return WHOLE
+    if shape is not None and shape.is_array and len(s.tiles) == len(shape.dims):
+        return Split(min(s.shards, devices) or 1, s.tiles)
+    return Split(min(s.shards, devices) or 1)
+
+
+class Propagation:
+    """Splits of every instruction of the module, in the context of the first call site reaching each
+    computation (jax programs call each computation from one place)."""
+
+    def __init__(self, module: Module, devices: int):
+        self.module = module
+        self.devices = devices
+        self.comps = module.computations_by_name
+        self.factors: dict[tuple[str, str], Factor] = {}
+        self._visited: set[str] = set()
+        self._depth = 0
+
+    def run(self) -> dict[tuple[str, str], Factor]:
+        entry = self.module.entry
+        params = {n: self._annotated(i) or self._whole(i.shape) for n, i in entry.parameter_instructions.items()}
+        self._computation(entry, params)
+        return self.factors
+
+    # ------------------------------------------------------------------------------------------ helpers
+
+    def _whole(self, shape: Shape | None) -> Factor:
+        if shape is not None and shape.is_tuple:
+            return [self._whole(s) for s in shape.tuple_shapes]
+        return WHOLE
+
+    def _annotated(self, inst: Instruction) -> Factor | None:
+        leaves = parse_sharding(inst.attr("sharding"))
+        if not leaves:
+            return None
+        shape = inst.shape
+        if shape is not None and shape.is_tuple:
+            flat = [leaf for _, leaf in shape.leaves()]
+            if len(leaves) == 1:
+                leaves = leaves * len(flat)
+            splits = iter(from_sharding(s, leaf, self.devices) for s, leaf in zip(leaves, flat))
+            return _rebuild(shape, splits)
+        return from_sharding(leaves[0], shape, self.devices)
+
+    def _computation(self, comp: Computation, params: dict[int, Factor]) -> Factor:
+        env: dict[str, Factor] = {}
+        for inst in comp.instructions:
+            factor = self._instruction(comp, inst, env, params)
+            env[inst.name] = factor
+            self.factors[(comp.name, inst.name)] = factor
+        return env.get(comp.root.name, WHOLE)
+
+    def _operand(self, env: dict[str, Factor], inst: Instruction, i: int) -> Factor:
+        op = inst.operands[i]
+        factor = env.get(op.name or "", WHOLE)
+        for k in op.tuple_index:
+            factor = factor[k] if isinstance(factor, list) and k < len(factor) else WHOLE
+        return factor
+
+    def _callee(self, name: str | None) -> Computation | None:
+        return self.comps.get((name or "").strip().lstrip("%"))
+
+    # ------------------------------------------------------------------------------------------ rules
+
+    def _instruction(self, comp: Computation, inst: Instruction, env: dict[str, Factor],
+                     params: dict[int, Factor]) -> Factor:
+        op = inst.opcode
+        operands = [self._operand(env, inst, i) for i in range(len(inst.operands))]
+        if op == "parameter":
+            return self._annotated(inst) or params.get(inst.parameter_number or 0, self._whole(inst.shape))
+        if op == "custom-call" and inst.custom_call_target == "SPMDFullToShardShape":
+            return self._whole(inst.shape)  # a manual (shard_map) region: shapes are already one device's
+        annotated = self._annotated(inst)
+        if op in ("while", "call", "conditional"):
+            result = self._control(inst, operands)
+            if op == "while" and inst.operands:
+                self._split_initial_state(comp, env, inst.operands[0].name, result)
+            return annotated or result
+        if annotated is not None:
+            return annotated
+        if op == "get-tuple-element":
+            index = int(inst.attr("index", "0") or 0)
+            src = operands[0] if operands else WHOLE
+            return src[index] if isinstance(src, list) and index < len(src) else src
+        if op == "tuple":
+            return list(operands)
+        if op in ("bitcast", "reshape"):
+            return self._pieces_only(inst, operands[:1])
+        if op == "transpose" and operands and isinstance(operands[0], Split):
+            return _transposed(operands[0], _ints(inst.attr("dimensions")))
+        if op == "broadcast" and operands and isinstance(operands[0], Split):
+            return self._broadcast(inst, operands[0])
+        if op == "reduce" and operands and isinstance(operands[0], Split):
+            return self._reduce(inst, operands[0])
+        if op == "dot" and len(operands) >= 2:
+            return self._dot(inst, operands[0], operands[1])
+        if op in ELEMENTWISE_KEEP:
+            return self._elementwise(inst, operands)
+        return self._pieces_only(inst, operands)
+
+    def _control(self, inst: Instruction, operands: list[Factor]) -> Factor:
+        """Loop state and call arguments carry their splits into the body (the first call site only)."""
+        if inst.opcode == "while":
+            # The loop state keeps one split per element; what the body writes into it (a scan's stacked
+            # residuals, zeros split like the slices updated into them) counts too: twice round the body.
+            state = operands[0] if operands else WHOLE
+            body = self._callee(inst.attr("body"))
+            if body is None or body.name in self._visited:
+                return state
+            self._visited.add(body.name)
+            for _ in range(2):
+                merged = _merge(state, self._computation(body, {0: state}))
+                if merged == state:
+                    break
+                state = merged
+            cond = self._callee(inst.attr("condition"))
+            if cond is not None and cond.name not in self._visited:
+                self._visited.add(cond.name)
+                self._computation(cond, {0: state})
+            return state
+        names = ([inst.attr("to_apply")] if inst.opcode == "call" else
+                 _branch_names(inst))
+        result: Factor = self._whole(inst.shape)
+        for k, name in enumerate(names):
+            # A computation called from several places (jax's dynamic_index_in_dim for every stacked weight)
+            # is propagated again for each: its splits are those of the last call site.
+            callee = self._callee(name)
+            if callee is None or self._depth > _MAX_DEPTH:
+                continue
+            self._depth += 1
+            args = {i: f for i, f in enumerate(operands)} if inst.opcode == "call" else \
+                {0: operands[k + 1] if k + 1 < len(operands) else WHOLE}
+            try:
+                result = self._computation(callee, args)
+            finally:
+                self._depth -= 1
+        return result
+
+    def _split_initial_state(self, comp: Computation, env: dict[str, Factor], tuple_name: str | None,
+                             state: Factor) -> None:
+        """The partitioner splits a loop's initial buffers as the loop state is split (backward
+        propagation): zeros broadcast for a scan's stacked outputs take their slices' split."""
+        tup = comp.by_name.get(tuple_name or "")
+        if tup is None or tup.opcode != "tuple" or not isinstance(state, list):
+            return
+        for k, operand in enumerate(tup.operands[:len(state)]):
+            producer = comp.by_name.get(operand.name or "")
+            if producer is None or operand.tuple_index or not isinstance(state[k], Split):
+                continue
+            current = env.get(producer.name)
+            if isinstance(current, Split) and current.pieces < state[k].pieces and producer.opcode in (
+                    "broadcast", "constant", "iota", "copy"):
+                env[producer.name] = state[k]
+                self.factors[(comp.name, producer.name)] = state[k]
+
+    def _pieces_only(self, inst: Instruction, operands: list[Factor]) -> Factor:
+        shape = inst.shape
+        if shape is None or shape.is_tuple:
+            return self._whole(shape)
+        pieces = max((f.pieces for f in operands if isinstance(f, Split)), default=1)
+        elements = math.prod(shape.dims) if shape.dims else 1
+        return Split(max(1, min(pieces, elements, self.devices)))
+
+    def _elementwise(self, inst: Instruction, operands: list[Factor]) -> Factor:
+        shape = inst.shape
+        if shape is None or shape.is_tuple:
+            return operands[0] if operands else self._whole(shape)
+        same = [f for f in operands if isinstance(f, Split) and f.tiles is not None and len(f.tiles) == len(shape.dims)]
+        if same:
+            return max(same, key=lambda f: f.pieces)
+        return self._pieces_only(inst, operands)
+
+    def _broadcast(self, inst: Instruction, src: Split) -> Split:
+        shape = inst.shape
+        dims = _ints(inst.attr("dimensions"))
+        if src.tiles is None or shape is None or not shape.is_array or len(dims) != len(src.tiles):
+            return Split(1) if src.pieces == 1 else self._pieces_only(inst, [src])
+        tiles = [1] * len(shape.dims)
+        for operand_dim, out_dim in enumerate(dims):
+            if out_dim < len(tiles):
+                tiles[out_dim] = src.tiles[operand_dim]
+        return Split(math.prod(tiles), tuple(tiles))
+
+    def _reduce(self, inst: Instruction, src: Split) -> Split:
+        shape = inst.shape
+        reduced = set(_ints(inst.attr("dimensions")))
+        if shape is None or not shape.is_array or src.tiles is None:
+            return self._pieces_only(inst, [src])
+        tiles = tuple(t for d, t in enumerate(src.tiles) if d not in reduced)
+        if len(tiles) != len(shape.dims):
+            return WHOLE
+        return Split(math.prod(tiles), tiles)
+
+    def _dot(self, inst: Instruction, lhs: Factor, rhs: Factor) -> Factor:
+        shape = inst.shape
+        if not (isinstance(lhs, Split) and isinstance(rhs, Split)) or shape is None or not shape.is_array:
+            return self._pieces_only(inst, [lhs, rhs])
+        if lhs.tiles is None or rhs.tiles is None:
+            return self._pieces_only(inst, [lhs, rhs])
+        lb = _ints(inst.attr("lhs_batch_dims"))
+        lc = set(_ints(inst.attr("lhs_contracting_dims")))
+        rb = _ints(inst.attr("rhs_batch_dims"))
+        rc = set(_ints(inst.attr("rhs_contracting_dims")))
+        lhs_free = [d for d in range(len(lhs.tiles)) if d not in lc and d not in lb]
+        rhs_free = [d for d in range(len(rhs.tiles)) if d not in rc and d not in rb]
+        batch = [max(lhs.tiles[a], rhs.tiles[b]) for a, b in zip(lb, rb)]
+        left = [lhs.tiles[d] for d in lhs_free]
+        right = [rhs.tiles[d] for d in rhs_free]
+        tiles = batch + left + right
+        if len(tiles) != len(shape.dims):
+            return self._pieces_only(inst, [lhs, rhs])
+        if math.prod(tiles) > self.devices:
+            # Both sides split over the same devices (FSDP weights): the partitioner gathers the weight
+            # and keeps the activation's split.
+            keep = left if math.prod(batch + left) >= math.prod(batch + right) else right
+            tiles = batch + (left if keep is left else [1] * len(left)) + (right if keep is right else [1] * len(right))
+        return Split(max(1, min(math.prod(tiles), self.devices)), tuple(tiles))
+
+
+def _merge(a: Factor, b: Factor) -> Factor:
+    """Element by element, the split into more pieces."""
+    if isinstance(a, list) and isinstance(b, list):
+        return [_merge(x, y) for x, y in zip(a, b)] + a[len(b):]
+    if isinstance(a, Split) and isinstance(b, Split):
+        return b if b.pieces > a.pieces else a
+    return a
+
+
+def _ints(raw: str | None) -> list[int]:
+    return parse_int_list(raw) or []
+
+
+def _transposed(src: Split, perm: list[int]) -> Split:
+    if src.tiles is None or len(perm) != len(src.tiles):
+        return src
+    return Split(src.pieces, tuple(src.tiles[p] for p in perm))
+
+
+def _branch_names(inst: Instruction) -> list[str]:
+    names = parse_name_list(inst.attr("branch_computations"))
+    if names:
+        return names
+    return [n for n in (inst.attr("true_computation"), inst.attr("false_computation")) if n]
+
+
+def _rebuild(shape: Shape, leaves) -> Factor:
+    if shape.is_tuple:
+        return [_rebuild(s, leaves) for s in shape.tuple_shapes]
+    return next(leaves, WHOLE)
+
+
+def shard_factors(module: Module) -> dict[tuple[str, str], Factor] | None:
+    """Per instruction, how one device's share of it is cut; None for a module on one device."""
+    devices = partitions(module)
+    if devices <= 1:
+        return None
+    return Propagation(module, devices).run()
+
+
+def sharding_summary(module: Module) -> str:
+    """What the entry parameters' shardings say, e.g. `12 of 14 parameters split (4 ways), 2 replicated`."""
+    devices = partitions(module)
+    split = replicated = 0
+    ways: set[int] = set()
+    for inst in module.entry.parameter_instructions.values():
+        for s in parse_sharding(inst.attr("sharding")) or []:
+            if s.kind == "tiled" and s.shards > 1:
+                split += 1
+                ways.add(min(s.shards, devices))
+            else:
+                replicated += 1
+    if not split and not replicated:
+        return "no shardings on the parameters"
+    way = "/".join(str(w) for w in sorted(ways)) or "1"
+    return f"{split} parameter arrays split {way} ways, {replicated} replicated"

@@ -1,0 +1,121 @@
+"""HLO shardings (`sharding={...}`, XLA's HloSharding::Print) read far enough to size one device's shard.
+
+Before XLA's SPMD partitioner runs, a multi-device module keeps global shapes and says how each array is
+split with `sharding=`: `{replicated}`, `{maximal device=N}`, `{manual}`, a tile assignment
+`{devices=[a,b,...]...}` (iota `<=[N]` or an explicit device list; `last_tile_dim_replicate` or
+`last_tile_dims={...}` for trailing replication / manual groups), named (Shardy-style) meshes
+`{mesh['x'=2,'y'=2], [{'x'}, {}]}`, and tuples of these. What one device holds of an array is its dims
+divided by the tiles of each dimension (rounded up, as the partitioner pads).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+_DEVICES = re.compile(r"devices=\[([\d,\s]*)\]")
+_LAST_DIMS = re.compile(r"last_tile_dims=\{([^}]*)\}")
+_MESH = re.compile(r"mesh\[([^\]]*)\]")
+_AXIS = re.compile(r"'((?:[^'\\]|\\.)*)'\s*=\s*(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Sharding:
+    """One array's sharding: `tiles[i]` shards along data dimension i (None: not split at all)."""
+
+    kind: str  # "tiled", "replicated", "maximal", "manual", "unknown"
+    tiles: tuple[int, ...] | None = None
+    devices: int = 1  # devices in the tile assignment (replication groups included)
+
+    @property
+    def shards(self) -> int:
+        """Into how many distinct pieces the array is cut."""
+        return math.prod(self.tiles) if self.tiles else 1
+
+    def local_dims(self, dims: tuple[int, ...]) -> tuple[int, ...]:
+        """The dims of one device's shard (the partitioner pads uneven splits up)."""
+        if not self.tiles or len(self.tiles) != len(dims):
+            return tuple(dims)
+        return tuple(-(-d // t) for d, t in zip(dims, self.tiles))
+
+
+REPLICATED = Sharding("replicated")
+
+
+def parse_sharding(text: str | None) -> list[Sharding] | None:
+    """The sharding of each leaf of an instruction's shape (one entry for an array), or None when absent."""
+    if text is None:
+        return None
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1].strip()
+    if body.startswith("{") or body == "":
+        return [_single(part) for part in _split_tuple(body)]
+    return [_single(body)]
+
+
+def _split_tuple(body: str) -> list[str]:
+    """`{a}, /*index=5*/{b}` -> ["a", "b"] at brace depth one."""
+    parts, depth, start = [], 0, None
+    for i, ch in enumerate(body):
+        if ch == "{":
+            if depth == 0:
+                start = i + 1
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0 and start is not None:
+                parts.append(body[start:i])
+                start = None
+    return parts
+
+
+def _single(body: str) -> Sharding:
+    head = body.strip()
+    if head.startswith(("replicated", "unreduced")):
+        return REPLICATED
+    if head.startswith("manual"):
+        return Sharding("manual")
+    if head.startswith("maximal") or head.startswith("maximal_mesh"):
+        return Sharding("maximal")
+    if head.startswith("unknown"):
+        return Sharding("unknown")
+    if head.startswith("mesh"):
+        return _named(head)
+    m = _DEVICES.search(head)
+    if not m:
+        return Sharding("unknown")
+    dims = [int(x) for x in m.group(1).replace(" ", "").split(",") if x]
+    trailing = 0
+    if "last_tile_dim_replicate" in head:
+        trailing = 1
+    last = _LAST_DIMS.search(head)
+    if last:
+        trailing = len([x for x in last.group(1).split(",") if x.strip()])
+    data = dims[: len(dims) - trailing] if trailing else dims
+    return Sharding("tiled", tuple(data), math.prod(dims))
+
+
+def _named(head: str) -> Sharding:
+    """`mesh['x'=2,'y'=4], [{'x'}, {'y':(2)2, ?}], ...`: each dimension split by the product of its axes."""
+    mesh = _MESH.search(head)
+    sizes = {name: int(size) for name, size in _AXIS.findall(mesh.group(1))} if mesh else {}
+    rest = head[mesh.end():] if mesh else head
+    start = rest.find("[")
+    if start < 0:
+        return Sharding("replicated", None, math.prod(sizes.values()) if sizes else 1)
+    depth, end = 0, start
+    for i in range(start, len(rest)):
+        depth += rest[i] == "["
+        depth -= rest[i] == "]"
+        if depth == 0:
+            end = i
+            break
+    tiles = []
+    for dim in _split_tuple(rest[start + 1:end]):
+        n = 1
+        for axis in re.finditer(r"'((?:[^'\\]|\\.)*)'(?::\((\d+)\)(\d+))?", dim):
+            n *= int(axis.group(3)) if axis.group(3) else sizes.get(axis.group(1), 1)
+        tiles.append(n)
+    return Sharding("tiled", tuple(tiles), math.prod(sizes.values()) if sizes else 1)
