@@ -4,22 +4,32 @@ on the group in hloscan.cli.main; the list below is the whole command set (grepp
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import hloscan.checks  # noqa: F401  (registers every check and rule family before flags are generated)
 from hloscan.cli.main import main
+from hloscan.lint.files import OutputError
 from hloscan.cli import check, explain, graph, hbm, layout, rules, vmem  # noqa: F401,E402  (each adds its commands)
 
 
 def run() -> None:
     """The console-script entry. The process ends without tearing down what it built: freeing a 48 MB
     dump's IR object by object took longer than writing the report. Output is flushed first and the exit
-    code is the one click chose."""
+    code is the one click chose.
+
+    A reader that leaves (`hloscan ... | head`) ends the process as it ends other Unix tools: SIGPIPE, quietly
+    (the shell sees 141), not click's exit 1. A report that cannot be written is a message and exit 2."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         main()
         code = 0
     except SystemExit as stop:
         code = _exit_status(stop.code)
+    except OutputError as exc:
+        print(f"hloscan: {exc}", file=sys.stderr)
+        code = 2
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

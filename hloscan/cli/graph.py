@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from hloscan.lint.files import write_output as write_file
 from hloscan.cli.main import main
 from hloscan.analyses.host_offload.walk import analyze, is_move_to_host
 from hloscan.cli.main import config_options, family_flags, load_all, require_writable, settings
@@ -359,7 +360,7 @@ def find_instruction(module: Module, name: str) -> Node | None:
 def write_output(dot_text: str, out: Path) -> None:
     suffix = out.suffix.lower()
     if suffix == ".dot" or suffix == ".gv":
-        out.write_text(dot_text, encoding="utf-8")
+        write_file(out, dot_text)  # a device or FIFO is written through; a write error is OutputError (exit 2)
         return
     if suffix not in (".svg", ".png"):
         _fail(f"unsupported output {out.name!r}: use .dot, .svg or .png")

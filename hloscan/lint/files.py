@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import re
 import tempfile
 from pathlib import Path
@@ -67,22 +68,61 @@ def output_problem(path: str | os.PathLike) -> str | None:
     return None
 
 
+class OutputError(Exception):
+    """A report or file could not be written (no space, an I/O error, a read-only place): the CLI says so
+    and exits 2, as for any input it could not handle."""
+
+    def __init__(self, path: str | os.PathLike, reason: str):
+        super().__init__(f"cannot write {printable(str(path))}: {reason}")
+
+
+def _special(target: Path) -> bool:
+    """A device, FIFO or socket (`-o /dev/null`, `-o /dev/stdout`, a named pipe): written through, never
+    replaced by a regular file."""
+    try:
+        return not stat.S_ISREG(os.stat(target).st_mode) and not stat.S_ISDIR(os.stat(target).st_mode)
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[TextIO]:
     """Write a text file through a temporary file in the same folder, renamed over `path` only when the
-    writer finishes: an interrupted or failed run never leaves a truncated report (or baseline) behind."""
+    writer finishes: an interrupted or failed run never leaves a truncated report (or baseline) behind.
+    A special file (device, FIFO) is written directly instead. Write errors raise OutputError."""
     target = Path(path)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
+    if _special(target):
+        try:
+            with open(target, "w", encoding=encoding, newline="") as handle:
+                yield handle
+        except OSError as exc:
+            raise OutputError(path, exc.strerror or str(exc)) from exc
+        return
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                    dir=target.parent if str(target.parent) else ".")
+    except OSError as exc:
+        raise OutputError(path, exc.strerror or str(exc)) from exc
     try:
         with os.fdopen(fd, "w", encoding=encoding, newline="") as handle:
             yield handle
         mode = _mode_for(target)
         os.chmod(temp, mode)
         os.replace(temp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise OutputError(path, exc.strerror or str(exc)) from exc
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def write_output(path: str | os.PathLike, text: str) -> None:
+    """Write `text` to `path` whole (atomic_write), raising OutputError when it cannot."""
+    with atomic_write(path) as handle:
+        handle.write(text)
 
 
 def _mode_for(target: Path) -> int:

@@ -166,7 +166,7 @@ class Propagation:
         if op == "reduce" and operands and isinstance(operands[0], Split):
             return self._reduce(inst, operands[0])
         if op == "dot" and len(operands) >= 2:
-            return self._dot(inst, operands[0], operands[1])
+            return self._dot(comp, inst, operands[0], operands[1])
         if op in ELEMENTWISE_KEEP:
             return self._elementwise(inst, operands)
         return self._pieces_only(inst, operands)
@@ -264,10 +264,12 @@ class Propagation:
             return WHOLE
         return Split(math.prod(tiles), tiles)
 
-    def _dot(self, inst: Instruction, lhs: Factor, rhs: Factor) -> Factor:
+    def _dot(self, comp: Computation, inst: Instruction, lhs: Factor, rhs: Factor) -> Factor:
         shape = inst.shape
         if not (isinstance(lhs, Split) and isinstance(rhs, Split)) or shape is None or not shape.is_array:
             return self._pieces_only(inst, [lhs, rhs])
+        lhs = _with_tiles(lhs, comp.operand_shape(inst, 0))
+        rhs = _with_tiles(rhs, comp.operand_shape(inst, 1))
         if lhs.tiles is None or rhs.tiles is None:
             return self._pieces_only(inst, [lhs, rhs])
         lb = _ints(inst.attr("lhs_batch_dims"))
@@ -288,6 +290,13 @@ class Propagation:
             keep = left if math.prod(batch + left) >= math.prod(batch + right) else right
             tiles = batch + (left if keep is left else [1] * len(left)) + (right if keep is right else [1] * len(right))
         return Split(max(1, min(math.prod(tiles), self.devices)), tuple(tiles))
+
+
+def _with_tiles(split: Split, shape: Shape | None) -> Split:
+    """A whole (unsplit) operand as explicit ones over its dims, so a dot can combine it with the other."""
+    if split.tiles is not None or split.pieces != 1:
+        return split
+    return Split(1, (1,) * len(shape.dims)) if shape is not None and shape.is_array else split
 
 
 def _merge(a: Factor, b: Factor) -> Factor:

@@ -1,0 +1,81 @@
+"""One device's share of a multi-device module before partitioning (hloscan.analyses.hbm.partition)."""
+
+from __future__ import annotations
+
+from corpus import FIXTURES
+from hloscan.analyses.hbm import analyze_modules
+from hloscan.analyses.hbm.partition import Split, partitions, shard_factors
+from hloscan.hlo.parser import parse_module
+
+DP = FIXTURES / "hbm" / "sharded_dp.hlo.txt"
+
+
+def _module(text: str):
+    return parse_module(text)
+
+
+def test_annotations_and_propagation_split_each_value() -> None:
+    module = parse_module(DP.read_text())
+    assert partitions(module) == 4
+    splits = shard_factors(module)
+    entry = module.entry.name
+    assert splits[(entry, "x")] == Split(4, (4, 1))
+    assert splits[(entry, "w")].pieces == 1
+    assert splits[(entry, "h")] == Split(4, (4, 1))  # the dot keeps the lhs rows' split
+    assert splits[(entry, "t")] == Split(4, (4, 1))  # elementwise keeps it
+    assert splits[(entry, "loss")].pieces == 1  # a reduction over the split dim is replicated
+
+
+def test_arguments_and_outputs_are_one_devices() -> None:
+    (r,) = analyze_modules([parse_module(DP.read_text())], str(DP), "v5e")
+    assert r.devices == 4 and r.kind == "predicted"
+    assert r.arguments_bytes == 16 * 2**20 + 64 * 2**20  # x's shard, and w whole
+    assert r.outputs_bytes == 16 * 2**20 + 4  # y's shard and the scalar
+    assert "per device" in " ".join(r.notes)
+
+
+LOOP = """HloModule loop, num_partitions=4
+
+%cond (p: (s32[], f32[4,1024,256], f32[1024,256])) -> pred[] {
+  %p = (s32[], f32[4,1024,256]{2,1,0}, f32[1024,256]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %n = s32[] constant(4)
+  ROOT %c = pred[] compare(%i, %n), direction=LT
+}
+
+%body (p: (s32[], f32[4,1024,256], f32[1024,256])) -> (s32[], f32[4,1024,256], f32[1024,256]) {
+  %p = (s32[], f32[4,1024,256]{2,1,0}, f32[1024,256]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %stack = f32[4,1024,256]{2,1,0} get-tuple-element(%p), index=1
+  %x = f32[1024,256]{1,0} get-tuple-element(%p), index=2
+  %y = f32[1024,256]{1,0} tanh(%x)
+  %r = f32[1,1024,256]{2,1,0} reshape(%y)
+  %z = s32[] constant(0)
+  %upd = f32[4,1024,256]{2,1,0} dynamic-update-slice(%stack, %r, %i, %z, %z)
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[4,1024,256]{2,1,0}, f32[1024,256]{1,0}) tuple(%j, %upd, %y)
+}
+
+ENTRY %main (x: f32[1024,256]) -> f32[4,1024,256] {
+  %x = f32[1024,256]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  %zero = f32[] constant(0)
+  %init = f32[4,1024,256]{2,1,0} broadcast(%zero), dimensions={}
+  %i0 = s32[] constant(0)
+  %t = (s32[], f32[4,1024,256]{2,1,0}, f32[1024,256]{1,0}) tuple(%i0, %init, %x)
+  %w = (s32[], f32[4,1024,256]{2,1,0}, f32[1024,256]{1,0}) while(%t), condition=%cond, body=%body
+  ROOT %out = f32[4,1024,256]{2,1,0} get-tuple-element(%w), index=1
+}
+"""
+
+
+def test_a_scans_stacked_buffer_takes_the_split_of_what_the_body_writes() -> None:
+    module = parse_module(LOOP)
+    splits = shard_factors(module)
+    # The zeros the loop starts from are split like the slices updated into them (backward propagation).
+    assert splits[(module.entry.name, "init")].pieces == 4
+    assert splits[("body", "upd")].pieces == 4
+
+
+def test_a_one_device_module_has_no_splits() -> None:
+    assert shard_factors(parse_module(LOOP.replace(", num_partitions=4", ""))) is None
