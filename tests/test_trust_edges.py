@@ -24,19 +24,33 @@ def hloscan(*args: str, **kwargs) -> subprocess.CompletedProcess:
 # ------------------------------------------------------------------------------------------ 1, 3: outputs
 
 
-def test_output_to_a_device_writes_through_and_keeps_the_device() -> None:
+def _device(tmp_path: Path, name: str, minor: int) -> Path:
+    """A character device to write to. As root (CI containers) a private node of the same device in tmp_path,
+    so a regression replaces that node and not the machine's /dev/null; otherwise the system's own (which a
+    non-root process cannot replace)."""
+    system = Path("/dev") / name
+    if os.geteuid() != 0:
+        return system
+    node = tmp_path / name
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    return node
+
+
+def test_output_to_a_device_writes_through_and_keeps_the_device(tmp_path: Path) -> None:
     """1: `-o /dev/null` as root used to replace /dev/null with a regular file."""
-    done = hloscan("check", "-o", os.devnull, str(DEMO))
+    null = _device(tmp_path, "null", 3)
+    done = hloscan("check", "-o", str(null), str(DEMO))
     assert done.returncode == 1  # the demo's finding
-    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert stat.S_ISCHR(os.stat(null).st_mode)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
-def test_a_full_device_is_a_message_and_exit_2() -> None:
-    done = hloscan("check", "-o", "/dev/full", str(DEMO))
+def test_a_full_device_is_a_message_and_exit_2(tmp_path: Path) -> None:
+    full = _device(tmp_path, "full", 7)
+    done = hloscan("check", "-o", str(full), str(DEMO))
     assert done.returncode == 2
-    assert "cannot write /dev/full" in done.stderr and "Traceback" not in done.stderr
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    assert f"cannot write {full}" in done.stderr and "Traceback" not in done.stderr
+    assert stat.S_ISCHR(os.stat(full).st_mode)
 
 
 def test_output_to_a_fifo_reaches_its_reader(tmp_path: Path) -> None:
