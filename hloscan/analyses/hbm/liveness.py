@@ -371,7 +371,7 @@ class Simulator:
             saved = self.position
             self.position = min(starts)
             shape = Shape(inst.shape.element_type, src.shape.dims, src.shape.dynamic, src.shape.layout)
-            self.hoisted[key] = self._new(inst, self.module.entry, shape)
+            self.hoisted[key] = self._new(inst, self.module.entry, shape, src.split or WHOLE)
             self.position = saved
         hoisted = self.hoisted[key]
         self._use(leaf, self.values[hoisted].define)

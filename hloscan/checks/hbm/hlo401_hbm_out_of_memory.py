@@ -21,7 +21,7 @@ class HbmOutOfMemory(Check):
     message calls "total memory required for HLO temporaries") exceeds the generation's available HBM
     (15.75G v5e, 31.25G v6e, 94.75G v7x, 15.25G v4, 95.74G v5p). With XLA's memory-usage-report.txt beside
     the dump the figure is exact; a scheduled dump is simulated (about 10%); a pre-optimisation dump is
-    predicted (an estimate: within 4% for nine in ten programs near capacity, 15% per device for sharded
+    predicted (an estimate: within 4% for nine in ten programs near capacity, 25% per device for sharded
     modules before partitioning). Over capacity by less than that error it is HLO402's warning instead.
 
     ## Why it matters
