@@ -91,3 +91,45 @@ def test_a_reader_that_leaves_early_is_not_exit_1(args: list[str]) -> None:
     code = proc.wait(120)
     assert code in (0, -13, 141), (code, err)  # -13: killed by SIGPIPE, as `head` leaves `cat`
     assert "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------------------ 2: host_outputs
+
+
+def test_host_outputs_cannot_hide_an_output_the_dump_declares_in_device_memory() -> None:
+    """2: `--host-outputs 1` turned the demo's real E1200 into 0 errors."""
+    done = hloscan("check", "--format", "json", "--host-outputs", "1", str(DEMO))
+    assert done.returncode == 1
+    import json
+    findings = json.loads(done.stdout)["findings"]
+    (hit,) = [f for f in findings if f["code"] == "HLO101"]
+    assert hit["severity"] == "error" and "dump declares it in device memory" in hit["message"]
+
+
+# ------------------------------------------------------------------------------------------ 15, 16, 29
+
+
+def test_e1000_is_named_in_the_help_and_a_bare_hbm_message_is_explained() -> None:
+    assert "E1000" in hloscan("--help").stdout
+    done = hloscan("explain", "Ran out of memory on HBM")
+    assert done.returncode == 0 and done.stdout.startswith("E1000")
+    unknown = hloscan("explain", "something else entirely")
+    assert unknown.returncode == 2 and "E1000" in unknown.stderr
+
+
+def test_a_mistyped_command_is_suggested_not_read_as_a_path() -> None:
+    done = hloscan("chek", "x.hlo")
+    assert done.returncode == 2
+    assert "did you mean `hloscan check`" in done.stderr and "HLO001" not in done.stdout + done.stderr
+
+
+def test_graph_around_suggests_the_instruction_meant() -> None:
+    done = hloscan("graph", str(DEMO), "--around", "tuple", "-o", os.devnull)
+    assert done.returncode == 2 and "did you mean tuple.3" in done.stderr
+
+
+def test_size_applies_the_default_tpu_tiling_to_a_shape_without_a_layout() -> None:
+    done = hloscan("size", "--tpu", "v6e", "bf16[16,1280,40]")
+    assert done.returncode == 0
+    assert "{2,1,0:T(8,128)(2,1)}" in done.stdout and "5242880 bytes" in done.stdout
+    assert hloscan("size", "--tpu", "v9z", "f32[8]").returncode == 2

@@ -200,7 +200,8 @@ def explain_command(text: str, dump: str | None, fmt: str) -> None:
             sys.exit(EXIT_CLEAN)
     fail("not a recognised XLA error code or message (known: a code such as E1001; E0102 'expected "
          "parameter ... but got buffer with incompatible size'; E1200 'moved to host ... not set to host memory'; "
-         "E1001 'Scoped allocation with size ... exceeded scoped vmem limit')")
+         "E1001 'Scoped allocation with size ... exceeded scoped vmem limit'; E1000 'Ran out of memory on HBM'; "
+         "a whole-VMEM capacity error 'Ran out of memory in memory space vmem')")
 
 
 main.add_command(explain_command)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import shutil
 import subprocess
 import sys
@@ -427,7 +428,11 @@ def graph_command(paths, finding_number, around, depth, select, ignore, output, 
         path, module, centre = next(((p, m, n) for p, m in modules if (n := find_instruction(m, around)) is not None),
                                     (None, None, None))
         if module is None:
-            _fail(f"no instruction named {around!r} in {' '.join(paths)}")
+            names = sorted({i.name for _, m in modules for _, i in m.instructions()})
+            close = difflib.get_close_matches(around, names, n=3, cutoff=0.6) or \
+                [n for n in names if n.startswith(around + ".")][:3]
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            _fail(f"no instruction named {around!r} in {' '.join(paths)}{hint}")
         analysis = analyze(module, host_outputs)
         view = neighbourhood_view(module, centre, depth, _host_nodes(analysis), _walked_nodes(analysis))
         view.source = f"{path} (module {module.name})"

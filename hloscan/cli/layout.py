@@ -11,7 +11,10 @@ import click
 from hloscan.cli.main import main
 from hloscan.cli.modules import MODULE_OPTION, DumpModule, load_modules_or_exit, match_modules, select_modules
 from hloscan.hlo.ir import Module
-from hloscan.hlo.layout import SizeReport, UnsizedShapeError, physical_bytes, size_report
+from hloscan.analyses.tpu import GENERATIONS, canonical_name
+from hloscan.hlo.ir import Layout
+from hloscan.hlo.layout import (SizeReport, UnsizedShapeError, default_tiling, minor_to_major, physical_bytes,
+                                size_report, with_layout)
 from hloscan.hlo.loader import load
 from hloscan.analyses.layouts.memory_report import human_bytes, memory_report, render_memory
 from hloscan.hlo.parser import HloSyntaxError, parse_shape
@@ -64,14 +67,21 @@ def _size_text(report: SizeReport, indent: str = "") -> list[str]:
     return lines
 
 
-def _size_one(index: int, text: str) -> tuple[SizeReport | None, str | None, dict[str, Any] | None]:
-    """(report, printed error, JSON error) for one SHAPE argument."""
+def _size_one(index: int, text: str, tpu: str | None = None) -> tuple[SizeReport | None, str | None, dict[str, Any] | None]:
+    """(report, printed error, JSON error) for one SHAPE argument; with `tpu`, an array without tiles gets
+    XLA:TPU's default tiling first."""
     try:
         shape = parse_shape(text)
     except HloSyntaxError as exc:
         exc.path = f"<shape {index}>"
         error = {"code": exc.code, "message": exc.message, "line": exc.line, "col": exc.col}
         return None, exc.format(), error
+    if tpu is not None and shape.is_array and shape.dims and (shape.layout is None or not shape.layout.tiles):
+        order = minor_to_major(shape)
+        tiles, e_bits = default_tiling(shape.element_type, tuple(shape.dims[d] for d in reversed(order)))
+        space = shape.layout.memory_space if shape.layout is not None else 0
+        shape = with_layout(shape, Layout(order, tiles=tiles, element_size_bits=e_bits, memory_space=space))
+        text = shape.to_text()
     try:
         physical_bytes(shape)  # size_report never raises; this tells an unsized shape from a 0-byte one
     except UnsizedShapeError as exc:
@@ -82,14 +92,21 @@ def _size_one(index: int, text: str) -> tuple[SizeReport | None, str | None, dic
 @click.command("size")
 @click.argument("shapes", nargs=-1, required=True)
 @FORMAT_OPTION
-def size_command(shapes: tuple[str, ...], fmt: str) -> None:
+@click.option("--tpu", default=None, metavar="GEN",
+              help="Give a shape without tiles XLA:TPU's default tiling (v4..v7x: the same default layouts were "
+                   "measured on each) before sizing it.")
+def size_command(shapes: tuple[str, ...], fmt: str, tpu: str | None) -> None:
     """Physical (tiled, padded) bytes of each SHAPE, e.g. 'bf16[16,1280,40]{2,1,0:T(8,128)(2,1)}'.
 
-    Quote shapes in the shell: braces and parentheses are special there.
+    Quote shapes in the shell: braces and parentheses are special there. With --tpu GEN, 'bf16[16,1280,40]'
+    (no layout) is sized as XLA:TPU lays it out by default.
     """
+    if tpu is not None and canonical_name(tpu) is None:
+        click.echo(f"hloscan size: unknown TPU generation {tpu!r} (known: {', '.join(GENERATIONS)})", err=True)
+        sys.exit(EXIT_ERROR)
     status, rows = EXIT_CLEAN, []
     for index, text in enumerate(shapes, 1):
-        report, printed, error = _size_one(index, text.strip())
+        report, printed, error = _size_one(index, text.strip(), tpu)
         if report is None:
             status = EXIT_ERROR
             click.echo(printed, err=True)

@@ -3,6 +3,7 @@ plus flags) and the rule families' option flags, generated from their declaratio
 
 from __future__ import annotations
 
+import difflib
 import os
 import signal
 import sys
@@ -29,8 +30,18 @@ class DefaultCheckGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in _GROUP_OPTIONS:
+            self._refuse_mistyped_command(args[0])
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def _refuse_mistyped_command(self, word: str) -> None:
+        """`hloscan chek x.hlo`: a word that is no file but close to a command is a typo, not a path."""
+        if word.startswith("-") or word == "-" or os.path.exists(word):
+            return
+        close = difflib.get_close_matches(word, sorted(self.commands), n=1, cutoff=0.75)
+        if close:
+            click.echo(f"hloscan: no command or file named {word!r}; did you mean `hloscan {close[0]}`?", err=True)
+            sys.exit(2)
 
     def invoke(self, ctx: click.Context):
         """Ctrl-C exits 130 and SIGTERM 143, promptly and without a traceback (click's own handling says
@@ -61,8 +72,9 @@ def _on_sigterm():
 def main() -> None:
     """Static analyzer for XLA HLO text dumps.
 
-    Predicts host-offload output mismatches (E1200), scoped Vmem OOMs (E1001) and buffer-size
-    mismatches (E0102) before you compile or run. `hloscan PATH...` is `hloscan check PATH...`.
+    Predicts host-offload output mismatches (E1200), scoped Vmem OOMs (E1001), HBM out of memory
+    (E1000) and buffer-size mismatches (E0102) before you compile or run. `hloscan PATH...` is
+    `hloscan check PATH...`.
     """
 
 

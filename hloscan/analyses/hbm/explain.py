@@ -24,6 +24,7 @@ _SHORT = re.compile(r"Ran out of memory on HBM, the total memory required for HL
                     r"\) exceeds available HBM \(" + _NUM + r"\)", re.I)
 _LONG = re.compile(r"Ran out of memory in memory space hbm\.\s*Used " + _NUM + r" of " + _NUM +
                    r" hbm\.(?:\s*Exceeded hbm capacity by " + _NUM + r")?", re.I)
+_BARE = re.compile(r"Ran out of memory (?:on HBM|in memory space hbm)|\bCompileTimeHbmOom\b", re.I)
 _ALLOC_SIZE = re.compile(r"^\s*\d*\.?\s*Size:\s*" + _NUM, re.I | re.M)
 _ALLOC_FIELD = re.compile(r"^\s*(Operator|op_name|Shape|Unpadded size|XLA label|Allocation type|Source)\s*:\s*(.*)$",
                           re.I | re.M)
@@ -76,7 +77,8 @@ def parse_hbm_oom(text: str) -> HbmOom | None:
         return HbmOom("short", to_bytes(m.group(1), m.group(2)), to_bytes(m.group(3), m.group(4)))
     m = _LONG.search(text)
     if not m:
-        return None
+        # The message's first words alone (a log line cut short, a ticket title): still E1000, without figures.
+        return HbmOom("bare", 0, 0) if _BARE.search(text) else None
     used, cap = to_bytes(m.group(1), m.group(2)), to_bytes(m.group(3), m.group(4))
     return HbmOom("long", used, cap, _allocations(text[m.end():]))
 
@@ -117,6 +119,17 @@ def _against_dump(e: HbmOom, modules: list[Module], path: str) -> dict[str, Any]
 
 
 def render_text(e: HbmOom) -> str:
+    if e.form == "bare":
+        lines = ["E1000 HBM out of memory: the program needs more HBM than the TPU has (the message quoted no "
+                 "figures; XLA's full message says how much was required and available).",
+                 "  hloscan hbm DUMP (or hloscan explain 'MESSAGE' --dump DUMP) gives the figure, the buffers live "
+                 "at the peak and their Python lines."]
+        if e.dump:
+            d = e.dump
+            lines.append(f"  in the dump (module {d['module']}, {d['stage']}, {d['kind']}): hloscan counts "
+                         f"{human(d['hloscan_total_bytes'])}")
+            lines.extend(f"  fix: {h}" for h in d["hints"])
+        return "\n".join(lines)
     gens = ", ".join(e.generations) or "an unknown TPU generation"
     share = e.over / e.capacity if e.capacity else 0.0
     lines = [f"E1000 HBM out of memory ({e.form} form): the program needs {human(e.required)} of HBM but "

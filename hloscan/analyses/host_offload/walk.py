@@ -86,6 +86,9 @@ class OutputSpace:
     source: str  # "entry_computation_layout" | "out_memory_spaces" | "ROOT shape" | "--host-outputs"
     known: bool  # False when the text records no memory kinds at all (jax `lowered.as_text()`)
     layout: str  # the declared shape text of that output
+    # --host-outputs named this output but the dump itself declares it in device memory: the dump wins
+    # (the option only fills in outputs whose memory space the dump does not record).
+    option_overruled: bool = False
 
 
 @dataclass(frozen=True)
@@ -214,10 +217,15 @@ class _Index:
             layout = f"{layout} (out_memory_spaces {';'.join(str(self.out_spaces[n]) for n in leaves)})"
         else:
             host, source = (sub is not None and _all_host(sub)), "ROOT shape"
-        if not host and self.host_outputs is not None and leaves and all(n in self.host_outputs for n in leaves):
-            host, source = True, "--host-outputs"
+        listed = self.host_outputs is not None and bool(leaves) and all(n in self.host_outputs for n in leaves)
+        overruled = False
+        if not host and listed:
+            if self.records_spaces:
+                overruled = True  # the dump's declaration wins: XLA compiles what the dump says
+            else:
+                host, source = True, "--host-outputs"
         known = self.records_spaces or self.host_outputs is not None
-        return OutputSpace(host, source, known, layout), leaves
+        return OutputSpace(host, source, known, layout, overruled), leaves
 
 
 def _target(inst: Instruction) -> str | None:

@@ -125,6 +125,9 @@ class HostOffloadOutputMismatch(Check):
             severity = Severity.NOTE
             message += ("; output memory space unknown: the dump records no memory kinds (jax lowered.as_text()?), "
                         "pass --host-outputs to decide")
+        if hit.declared.option_overruled:
+            message += ("; note: host_outputs (--host-outputs or config) lists this output, but the dump declares it "
+                        "in device memory, and XLA compiles what the dump declares")
         numbers = ",".join(map(str, hit.output_leaves)) or output
         finding = self.finding(ctx, module.entry, root, message, hint=HINT.format(n=numbers),
                                data=_data(hit, xla_first, names), related=_related(ctx, hit), severity=severity)
