@@ -3,6 +3,7 @@ prediction (before optimizations / jax-lowered HLO)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from hloscan.hlo.attrs import parse_metadata
@@ -96,7 +97,17 @@ def analyze_module(module: Module, path: str, generation: str | None, use_report
 
 
 def live_buffers(module: Module, sim: Simulation, limit: int = LIVE_LIMIT) -> list[LiveBuffer]:
-    return [_live(module, b) for b in sim.live_at_peak()[:limit]]
+    """The largest buffers live at the peak; a leaf of a tuple-shaped instruction is named with its shape
+    index (`%while.3{2}`), and a second buffer of one instruction (a loop's copy of a broadcast) as a copy."""
+    out, seen = [], {}
+    for b in sim.live_at_peak()[:limit]:
+        live = _live(module, b)
+        key = live.instruction
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            live = dataclasses.replace(live, instruction=f"{key} (copy {seen[key]})")
+        out.append(live)
+    return out
 
 
 def _live(module: Module, life: BufferLife) -> LiveBuffer:
@@ -106,8 +117,21 @@ def _live(module: Module, life: BufferLife) -> LiveBuffer:
         loc = source_location(module, inst)
     except Exception:  # noqa: BLE001 - a broken stack-frame table must not break the figures
         loc = None
-    return LiveBuffer(inst.name, life.value.shape.to_text(), life.bytes, str(op_name) if op_name else None,
+    index = "{" + ",".join(map(str, life.value.index)) + "}" if life.value.index else ""
+    return LiveBuffer(inst.name + index, _device_shape_text(life), life.bytes, str(op_name) if op_name else None,
                       None if loc is None else str(loc), inst.line, life.value.comp.name)
+
+
+def _device_shape_text(life: BufferLife) -> str:
+    """The buffer's shape as one device holds it: the shard's dims when known, else the global shape and the
+    number of pieces."""
+    shape, split = life.value.shape, life.value.split
+    if split is None or split.pieces <= 1:
+        return shape.to_text()
+    local = split.local_shape(shape)
+    if local is not None:
+        return f"{local.to_text()} (shard of {shape.to_text()})"
+    return f"{shape.to_text()} / {split.pieces} devices"
 
 
 def analyze_modules(modules: list[Module], path: str, generation: str | None,

@@ -64,6 +64,7 @@ class Value:
     last_use: int = -1
     host: bool = False
     split: object = None  # partition.Split: how a multi-device module divides it (None: one device)
+    index: tuple[int, ...] = ()  # the leaf's shape index in a tuple-shaped instruction
 
 
 @dataclass
@@ -189,19 +190,21 @@ class Simulator:
 
     # ------------------------------------------------------------------------------------------ values
 
-    def _new(self, inst: Instruction, comp: Computation, shape: Shape | None, split=None) -> Tree:
+    def _new(self, inst: Instruction, comp: Computation, shape: Shape | None, split=None,
+             index: tuple[int, ...] = ()) -> Tree:
         if shape is None:  # instruction printed without a shape: nothing to size
             return []
         if split is None and self.splits is not None:
             split = self.splits.get((comp.name, inst.name))
         if shape.is_tuple:
             parts = split if isinstance(split, list) else [split] * len(shape.tuple_shapes)
-            return [self._new(inst, comp, s, p if p is not None else WHOLE)
-                    for s, p in zip(shape.tuple_shapes, parts + [WHOLE] * (len(shape.tuple_shapes) - len(parts)))]
+            parts = parts + [WHOLE] * (len(shape.tuple_shapes) - len(parts))
+            return [self._new(inst, comp, s, p if p is not None else WHOLE, index + (k,))
+                    for k, (s, p) in enumerate(zip(shape.tuple_shapes, parts))]
         vid = self.uf.add()
         size = self._device_bytes(shape, split) if shape.is_array else 0
         self.values.append(Value(vid, inst, comp, shape, size, shape.memory_space, self.position,
-                                 split=split if isinstance(split, Split) else None))
+                                 split=split if isinstance(split, Split) else None, index=index))
         return vid
 
     def _device_bytes(self, shape: Shape, split) -> int:

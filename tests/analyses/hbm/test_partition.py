@@ -79,3 +79,14 @@ def test_a_scans_stacked_buffer_takes_the_split_of_what_the_body_writes() -> Non
 
 def test_a_one_device_module_has_no_splits() -> None:
     assert shard_factors(parse_module(LOOP.replace(", num_partitions=4", ""))) is None
+
+
+def test_buffers_live_at_the_peak_are_named_once_and_sized_per_device() -> None:
+    """Issue 23 item 8: one instruction's buffers were listed several times alike; the shapes were global
+    while the bytes were one device's."""
+    case = FIXTURES / "oracle_new" / "sharded1" / "v7x__programs__fsdp_L32" / "before_optimizations.txt"
+    (r,) = analyze_modules([parse_module(case.read_text())], str(case), "v7x", use_reports=False)
+    names = [b.instruction for b in r.live_at_peak]
+    assert len(names) == len(set(names))
+    assert any("(copy 2)" in n for n in names)
+    assert all("devices" in b.shape or "shard of" in b.shape for b in r.live_at_peak if b.bytes > 2**28)
