@@ -133,3 +133,37 @@ def test_size_applies_the_default_tpu_tiling_to_a_shape_without_a_layout() -> No
     assert done.returncode == 0
     assert "{2,1,0:T(8,128)(2,1)}" in done.stdout and "5242880 bytes" in done.stdout
     assert hloscan("size", "--tpu", "v9z", "f32[8]").returncode == 2
+
+
+def test_a_whole_vmem_capacity_error_is_not_called_e1001() -> None:
+    """11: "Used 83.10M of 64.00M vmem" was labelled E1001 and offered a larger scoped limit."""
+    done = hloscan("explain", "Ran out of memory in memory space vmem. Used 83.10M of 64.00M vmem. "
+                              "Exceeded vmem capacity by 19.10M")
+    assert done.returncode == 0
+    first = done.stdout.splitlines()[0]
+    assert "E1001" not in first and "HLO205" in first
+    assert "vmem_limit_bytes=" not in done.stdout  # no fix that raises a scoped limit
+
+
+def test_rule_pages_say_what_stage_means_and_elide_kernel_bytecode() -> None:
+    """12: `rule HLO201` said "Stage: after_codegen" bare, and its example was lines of base64."""
+    text = hloscan("rule", "HLO201").stdout
+    assert "Stage: reads after_codegen when a dump folder holds several stages" in text
+    assert "characters of base64 MLIR bytecode" in text
+    assert max(len(line) for line in text.splitlines()) < 1000
+
+
+def test_signature_and_memory_name_the_file_and_stage_of_each_module() -> None:
+    """13: two stages of one module printed identical headers."""
+    folder = REPO / "fixtures" / "oracle_new" / "sharded1" / "v5e__programs__dp_small_L4"
+    for command in ("signature", "memory"):
+        out = hloscan(command, str(folder)).stdout
+        assert "after_optimizations.txt (after_optimizations)" in out
+        assert "before_optimizations.txt (before_optimizations)" in out
+
+
+def test_a_dump_folders_side_files_are_counted_not_itemised() -> None:
+    """22: every dump folder ended with a long itemised "skipped" line."""
+    folder = REPO / "fixtures" / "oracle_new" / "sharded1" / "v5e__programs__dp_small_L4"
+    last = hloscan("check", str(folder)).stdout.strip().splitlines()[-1]
+    assert last.endswith("2 other dump file(s) skipped")

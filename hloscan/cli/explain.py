@@ -97,7 +97,7 @@ def explain_e1200_message(req: Request) -> Explained | None:
 
 def explain_e1001_message(req: Request) -> Explained | None:
     e = explain_e1001.explain_e1001(req.text, req.modules if req.dump else None)
-    return None if e is None else Explained("E1001", explain_e1001.render_text(e), {"kind": "E1001", **e.to_json()})
+    return None if e is None else Explained(e.code, explain_e1001.render_text(e), {"kind": e.code, **e.to_json()})
 
 
 def explain_e1000_message(req: Request) -> Explained | None:

@@ -11,6 +11,7 @@ import click
 from hloscan.cli.main import main
 from hloscan.cli.modules import MODULE_OPTION, DumpModule, load_modules_or_exit, match_modules, select_modules
 from hloscan.hlo.ir import Module
+from hloscan.lint.files import printable
 from hloscan.analyses.tpu import GENERATIONS, canonical_name
 from hloscan.hlo.ir import Layout
 from hloscan.hlo.layout import (SizeReport, UnsizedShapeError, default_tiling, minor_to_major, physical_bytes,
@@ -211,13 +212,19 @@ def _diff_json(old: str, new: str, diffs: list[tuple[DumpModule, DumpModule, Sig
               help="How many of the largest buffers to list.")
 def memory_command(path: str, fmt: str, module_name: str | None, waste_threshold: float, top: int) -> None:
     """Entry buffers per memory space, the TOP largest, and the ones wasting most to tile padding."""
-    reports = [memory_report(signature_of(m.module), top=top, waste_threshold=waste_threshold)
-               for m in select_modules(path, load_modules_or_exit(path), module_name)]
+    chosen = select_modules(path, load_modules_or_exit(path), module_name)
+    reports = [memory_report(signature_of(m.module), top=top, waste_threshold=waste_threshold) for m in chosen]
     if fmt == "json":
-        click.echo(json.dumps([{"path": path, **r.to_json()} for r in reports], indent=2))
+        click.echo(json.dumps([{"path": m.path, "stage": m.stage, **r.to_json()} for m, r in zip(chosen, reports)],
+                              indent=2))
     else:
-        click.echo("\n\n".join(render_memory(r) for r in reports))
+        click.echo("\n\n".join(_from(m) + render_memory(r) for m, r in zip(chosen, reports)))
     sys.exit(EXIT_CLEAN)
+
+
+def _from(m: DumpModule) -> str:
+    """Which file and stage a module's report is about: one folder holds a module at several stages."""
+    return f"{printable(m.path)} ({m.stage or 'stage unknown'})\n"
 
 
 @click.command("signature")
@@ -226,11 +233,13 @@ def memory_command(path: str, fmt: str, module_name: str | None, waste_threshold
 @MODULE_OPTION
 def signature_command(path: str, fmt: str, module_name: str | None) -> None:
     """Entry parameters and outputs: shapes with layouts, physical bytes, aliasing, Python source lines."""
-    sigs = [signature_of(m.module) for m in select_modules(path, load_modules_or_exit(path), module_name)]
+    chosen = select_modules(path, load_modules_or_exit(path), module_name)
+    sigs = [signature_of(m.module) for m in chosen]
     if fmt == "json":
-        click.echo(json.dumps([{"path": path, **s.to_json()} for s in sigs], indent=2))
+        click.echo(json.dumps([{"path": m.path, "stage": m.stage, **s.to_json()} for m, s in zip(chosen, sigs)],
+                              indent=2))
     else:
-        click.echo("\n\n".join(render_signature(s) for s in sigs))
+        click.echo("\n\n".join(_from(m) + render_signature(s) for m, s in zip(chosen, sigs)))
     sys.exit(EXIT_CLEAN)
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import click
 
 from hloscan.cli.main import main
 from hloscan.lint.registry import TOOL_CODES, Check, all_checks, lookup
+from hloscan.lint.stages import PREFERENCES
 
 
 def rule_row(check: type[Check]) -> dict[str, str | None]:
@@ -30,7 +32,9 @@ def rule_text(check: type[Check]) -> str:
     lines = [f"# {check.name} ({check.code})", ""]
     lines.append(f"Severity: {check.severity.label}")
     lines.append(f"XLA error: {check.xla_error or 'none'}")
-    lines.append(f"Stage: {check.stage}")
+    order = PREFERENCES.get(check.stage, (check.stage,))
+    lines.append(f"Stage: reads {order[0]} when a dump folder holds several stages of a module, else "
+                 f"{', '.join(order[1:])} (any single file is read as it is)")
     lines.append(f"Family: {check.family.name} ({check.family.prefix}xx)")
     if check.options:
         lines.append("Options ([tool.hloscan.checks." + check.name + "]):")
@@ -38,8 +42,18 @@ def rule_text(check: type[Check]) -> str:
     if check.family.options:
         lines.append("Run-wide options (top-level config key / flag):")
         lines += _option_lines(check.family.options, flags=True)
-    lines += ["", check.docs()]
+    lines += ["", _elide_kernel_bodies(check.docs())]
     return "\n".join(lines)
+
+
+_BODY = re.compile(r'("body"\s*:\s*\\?")([A-Za-z0-9+/=]{64,})(\\?")')
+
+
+def _elide_kernel_bodies(text: str) -> str:
+    """A Pallas kernel body in an example is MLIR bytecode in base64: shown as what it is, not as lines of it
+    (the example's full text is in the check's source)."""
+    return _BODY.sub(lambda m: f"{m.group(1)}<Mosaic kernel: {len(m.group(2))} characters of base64 MLIR "
+                               f"bytecode>{m.group(3)}", text)
 
 
 def _option_lines(options, flags: bool = False) -> list[str]:

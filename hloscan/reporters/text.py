@@ -75,11 +75,25 @@ def summary_line(result: ScanResult) -> str:
     return "; ".join(parts)
 
 
+# What every --xla_dump_to folder holds besides its modules (buffer assignments, memory reports, other
+# passes' files): counted, not itemised, so the line names only what a user may want to look at.
+ROUTINE_SKIPS = ("not an HLO file name", "not an HLO module (dump side file)")
+
+
 def skipped_summary(skipped: list[tuple[str, str]]) -> str:
-    """`3 skipped: 2 not an HLO file name, 1 dangling symlink`, most common reason first."""
+    """`1 skipped: 1 dangling symlink (and 348 other dump files)`: unusual reasons itemised, most common first;
+    a dump folder's routine side files only counted."""
     reasons: dict[str, int] = {}
+    routine = 0
     for _, reason in skipped:
+        if reason.startswith(ROUTINE_SKIPS):
+            routine += 1
+            continue
         key = reason.split(":", 1)[0]  # "unreadable folder: Permission denied" counts as "unreadable folder"
         reasons[key] = reasons.get(key, 0) + 1
     parts = [f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return f"{len(skipped)} skipped: " + ", ".join(parts)
+    if not parts:
+        return f"{routine} other dump file(s) skipped"
+    unusual = sum(reasons.values())
+    tail = f" (and {routine} other dump file(s))" if routine else ""
+    return f"{unusual} skipped: " + ", ".join(parts) + tail

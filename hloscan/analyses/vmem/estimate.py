@@ -289,7 +289,7 @@ def _window_block(i: int, param: WindowParam, memref: Any, op: _Operand, grid: t
         # the internal-scratch rules, which depend on the block shape, not on where the array lives.
         return BlockEstimate(i, op.role, dtype, tuple(shape), op.full_shape, "vmem", tile,
                              raw_bytes(shape, bits), size, 0, False, param.index_map,
-                             "whole operand in VMEM (S(1), from the layout or predicted: residency.py); no window")
+                             "whole operand in VMEM (S(1): from the layout, or predicted from XLA's memory-space assignment); no window")
     buffers, why = _buffer_count(param, grid)
     if op.in_vmem:
         why = "; ".join(filter(None, ("whole operand in VMEM (S(1)), but its block is not one contiguous range "

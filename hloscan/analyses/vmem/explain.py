@@ -206,8 +206,9 @@ _CAPACITY = ("The limit is the chip's physical Vmem, not a scoped limit: raising
 
 
 def _fixes(e: E1001Explanation) -> tuple[str, ...]:
-    if e.form == "capacity" and e.limit_bytes in _PHYSICAL:
-        return (_CAPACITY, _SHRINK)
+    if e.form == "capacity":
+        # A capacity error is never fixed by a larger scoped limit, whatever capacity the message quotes.
+        return (_CAPACITY, "S" + _SHRINK[len("Or s"):])
     kib = e.suggested_limit_bytes // KIB
     flag = (f"Or raise the default for every kernel: `LIBTPU_INIT_ARGS=--xla_tpu_scoped_vmem_limit_kib={kib}`. "
             "jax documents that vmem_limit_bytes should stay below this flag's value, so set both when the "
@@ -226,7 +227,9 @@ def _notes(e: E1001Explanation) -> list[str]:
     if e.form == "allocation" and e.tag:
         out.append(f"allocation: {e.tag}")
     if e.form == "capacity":
-        out.append("XLA printed this Vmem OOM without an error code; it is E1001's capacity form")
+        out.append("XLA printed this Vmem OOM without an error code: the kernel's scoped VMEM exceeds the chip's "
+                   "whole VMEM (the scoped check, E1001, is a separate limit); `hloscan rule HLO205` is the check "
+                   "that predicts it")
     return out
 
 
@@ -253,13 +256,20 @@ def explain_e1001(text: str, modules: list[Module] | None = None) -> E1001Explan
     e = E1001Explanation(text.strip(), sizes.form, sizes.size, sizes.limit, sizes.tolerance, f["instruction"],
                          f["kernel"], f["shape"], f["op_name"], f["target"], f["tag"], source, configured)
     largest = [f"largest allocation {a}" for a in largest_allocations(text)]
+    if e.form == "capacity":
+        # Not E1001: the kernel needs more than the chip's whole VMEM (XLA prints no code); HLO205 predicts it.
+        e = replace(e, code="VMEM-capacity", name="VmemCapacityOom (no XLA error code; hloscan HLO205)")
     return replace(e, notes=tuple(_notes(e) + largest + dump_notes), fixes=_fixes(e))
 
 
 def render_text(e: E1001Explanation) -> str:
-    what = {"scoped": "scoped Vmem", "capacity": "Vmem capacity", "allocation": "Vmem allocation"}[e.form]
-    lines = [f"{e.code} {e.name}: {what} needs {_mib(e.size_bytes)} ({e.size_bytes} bytes), limit "
-             f"{_mib(e.limit_bytes)} ({e.limit_bytes} bytes), over by {_mib(e.over_bytes)}"]
+    if e.form == "capacity":
+        lines = [f"{e.name}: the kernel needs {_mib(e.size_bytes)} ({e.size_bytes} bytes) of the chip's "
+                 f"{_mib(e.limit_bytes)} ({e.limit_bytes} bytes) of VMEM, over by {_mib(e.over_bytes)}"]
+    else:
+        what = {"scoped": "scoped Vmem", "allocation": "Vmem allocation"}[e.form]
+        lines = [f"{e.code} {e.name}: {what} needs {_mib(e.size_bytes)} ({e.size_bytes} bytes), limit "
+                 f"{_mib(e.limit_bytes)} ({e.limit_bytes} bytes), over by {_mib(e.over_bytes)}"]
     if e.instruction or e.kernel:
         lines.append(f"  kernel: {e.kernel or '?'}" + (f" (instruction %{e.instruction})" if e.instruction else ""))
     for label, value in (("result", e.shape), ("op_name", e.op_name), ("target", e.custom_call_target),
