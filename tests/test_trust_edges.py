@@ -167,3 +167,59 @@ def test_a_dump_folders_side_files_are_counted_not_itemised() -> None:
     folder = REPO / "fixtures" / "oracle_new" / "sharded1" / "v5e__programs__dp_small_L4"
     last = hloscan("check", str(folder)).stdout.strip().splitlines()[-1]
     assert last.endswith("2 other dump file(s) skipped")
+
+
+def test_explain_with_a_dump_uses_the_memory_report_beside_it_as_hbm_does() -> None:
+    """6: `explain --dump DIR` printed another figure than `hbm DIR` for the same folder."""
+    case = REPO.parent / "shared" / "corpus" / "tpu-oracle" / "real" / "v5e__hbm__train_scan_L42_d1536_x1.25"
+    if not case.is_dir():
+        pytest.skip("shared corpus not beside the checkout")
+    import json
+    hbm = json.loads(hloscan("hbm", "--tpu", "v5e", "--format", "json", str(case)).stdout)
+    figure = max(m["xla_total_bytes"] for m in hbm["modules"])
+    explained = json.loads(hloscan("explain", "--format", "json", (case / "error.txt").read_text(),
+                                   "--dump", str(case)).stdout)
+    assert explained["dump"]["hloscan_total_bytes"] == figure
+    assert explained["dump"]["kind"] == "exact"
+
+
+def test_hbm_gives_no_tpu_verdict_for_a_cpu_compiled_module(tmp_path: Path) -> None:
+    """7: CPU jax dumps got "ok on v5e (assumed)" for every module."""
+    cpu = tmp_path / "module_0001.jit_f.after_optimizations.txt"
+    cpu.write_text("HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[8,8]{1,0})->f32[8,8]{1,0}}\n\n"
+                   "ENTRY %main (p: f32[8,8]) -> f32[8,8] {\n  %p = f32[8,8]{1,0} parameter(0)\n"
+                   "  ROOT %n = f32[8,8]{1,0} negate(%p)\n}\n")
+    done = hloscan("hbm", str(cpu))
+    assert done.returncode == 0
+    assert "compiled for CPU or GPU" in done.stdout and "-> ok" not in done.stdout
+
+
+def test_a_non_utf8_byte_in_metadata_is_a_note_not_a_failed_file(tmp_path: Path) -> None:
+    """17: one bad byte inside an op_name failed the whole file."""
+    bad = tmp_path / "bad_meta.hlo.txt"
+    bad.write_bytes(DEMO.read_bytes().replace(b'op_name="', b'op_name="\xff', 1))
+    import json
+    done = hloscan("check", "--format", "json", str(bad))
+    assert done.returncode == 1  # the demo's E1200, not a parse failure (2)
+    codes = [f["code"] for f in json.loads(done.stdout)["findings"]]
+    assert "HLO002" in codes and "HLO101" in codes and "HLO001" not in codes
+
+
+def test_parse_json_is_one_document() -> None:
+    """19: `parse --format json` printed JSON Lines where every other command prints one document."""
+    import json
+    done = hloscan("parse", "--format", "json", str(DEMO), str(REPO / "fixtures" / "demo" / "bad.hlo"))
+    doc = json.loads(done.stdout)
+    assert doc["version"] == 1 and [f["ok"] for f in doc["files"]] == [True, False]
+
+
+@pytest.mark.parametrize("compress", ["gzip", "xz"])
+def test_compressed_standard_input_is_read(compress: str) -> None:
+    """20: gz/xz data on standard input was "binary data (NUL byte)"."""
+    import gzip
+    import lzma
+    data = (gzip.compress if compress == "gzip" else lzma.compress)(DEMO.read_bytes())
+    done = subprocess.run([sys.executable, "-m", "hloscan", "parse", "-"], input=data, capture_output=True,
+                          timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert b"module jit_train_step" in done.stdout

@@ -37,6 +37,7 @@ def parse(paths: tuple[str, ...], fmt: str, strict: bool | None) -> None:
     """Parse dumps and report their modules, or the first syntax error of each file (`-` reads standard input)."""
     status = EXIT_CLEAN
     modules = 0
+    documents = []  # --format json: one document, {"version": 1, "files": [...]}, as every other command prints
     for path, skipped in discover(list(paths)):
         if skipped is not None:
             if fmt == "text":
@@ -47,7 +48,7 @@ def parse(paths: tuple[str, ...], fmt: str, strict: bool | None) -> None:
         if not loaded.ok:
             status = EXIT_ERROR
         if fmt == "json":
-            click.echo(json.dumps(_parse_json(loaded)))
+            documents.append(_parse_json(loaded))
         elif loaded.ok:
             for module in loaded.modules:
                 comps = len(module.computations)
@@ -55,6 +56,8 @@ def parse(paths: tuple[str, ...], fmt: str, strict: bool | None) -> None:
                                      f"{module.instruction_count} instruction(s)"))
         else:
             click.echo(printable(loaded.error.format()), err=True)
+    if fmt == "json":
+        click.echo(json.dumps({"version": 1, "files": documents}))
     if status == EXIT_CLEAN and modules == 0:
         click.echo(f"hloscan: nothing parsed: no HLO module in {_paths_label(paths)}", err=True)
         status = EXIT_ERROR

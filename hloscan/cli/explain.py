@@ -11,11 +11,12 @@ from typing import Any, Callable
 import click
 
 from hloscan.analyses import xla_errors
+from hloscan.analyses.hbm import analyze_modules
 from hloscan.analyses.hbm import explain as explain_e1000
 from hloscan.analyses.host_offload import explain as explain_e1200
 from hloscan.analyses.layouts import explain as e0102
 from hloscan.analyses.vmem import explain as explain_e1001
-from hloscan.cli.main import main
+from hloscan.cli.main import load_reporting_errors, main
 from hloscan.lint.registry import predicting, related_to
 from hloscan.hlo.ir import Module, Shape
 from hloscan.hlo.layout import minor_to_major
@@ -101,8 +102,19 @@ def explain_e1001_message(req: Request) -> Explained | None:
 
 
 def explain_e1000_message(req: Request) -> Explained | None:
-    e = explain_e1000.explain_hbm_oom(req.text, req.modules if req.dump else None, req.dump)
+    results = _hbm_results(req.dump, req.text) if req.dump else None
+    e = explain_e1000.explain_hbm_oom(req.text, req.modules if req.dump else None, req.dump, results)
     return None if e is None else Explained("E1000", explain_e1000.render_text(e), {"kind": "E1000", **e.to_json()})
+
+
+def _hbm_results(dump: str, text: str) -> list[Any] | None:
+    """The dump's figures as `hloscan hbm DUMP` computes them, for the generation the message names."""
+    oom = explain_e1000.parse_hbm_oom(text)
+    if oom is None:
+        return None
+    gen = oom.generations[0] if oom.generations else None
+    files, _ = load_reporting_errors((dump,))
+    return [r for loaded in files for r in analyze_modules(loaded.modules, loaded.path, gen)]
 
 
 # Tried in order; the first that recognises the text answers.

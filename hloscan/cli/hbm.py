@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from hloscan.analyses.hbm import HbmResult, analyze_modules, human
+from hloscan.analyses.hbm import HbmResult, analyze_modules, compiled_for_another_backend, human
 from hloscan.cli.main import config_options, error_json, family_flags, load_reporting_errors, main, settings
 
 EXIT_CLEAN, EXIT_E1000, EXIT_ERROR = 0, 1, 2
@@ -34,14 +34,19 @@ def hbm(paths: tuple[str, ...], fmt: str, no_reports: bool, config_file: str | N
     tpu = settings(config_file, no_config, family_options).global_options.get("tpu")
     files, errors = load_reporting_errors(paths)
     results: list[HbmResult] = []
+    other_backend: list[str] = []
     for loaded in files:
-        results.extend(analyze_modules(loaded.modules, loaded.path, tpu, use_reports=not no_reports))
+        tpu_modules = [m for m in loaded.modules if not compiled_for_another_backend(m)]
+        other_backend += [f"{loaded.path}: module {m.name}" for m in loaded.modules if m not in tpu_modules]
+        results.extend(analyze_modules(tpu_modules, loaded.path, tpu, use_reports=not no_reports))
     if fmt == "json":
         click.echo(json.dumps({"version": 1, "modules": [r.to_json() for r in results],
-                               "errors": [error_json(e) for e in errors]}, indent=2))
+                               "not_tpu": other_backend, "errors": [error_json(e) for e in errors]}, indent=2))
     else:
         for result in results:
             click.echo(render_text(result))
+        for name in other_backend:
+            click.echo(f"{name}: compiled for CPU or GPU (its layouts carry no TPU tiles): no TPU HBM verdict")
     sys.exit(EXIT_ERROR if errors else EXIT_E1000 if any(r.verdict == "E1000" for r in results) else EXIT_CLEAN)
 
 

@@ -39,6 +39,7 @@ class LoadedFile:
     path: str
     modules: list[Module] = field(default_factory=list)
     error: HloSyntaxError | None = None
+    notes: list[str] = field(default_factory=list)  # what was read leniently (bad bytes in metadata strings)
 
     @property
     def ok(self) -> bool:
@@ -144,14 +145,64 @@ def _open(path: Path):
 def read_text(path: str) -> str:
     """Read and decode one input (`-` is standard input); raises HloSyntaxError (HLO001) for unreadable,
     binary or non-UTF-8 data."""
+    return read_input(path)[0]
+
+
+_GZIP_MAGIC, _XZ_MAGIC = b"\x1f\x8b", b"\xfd7zXZ\x00"
+
+
+def read_input(path: str) -> tuple[str, list[str]]:
+    """The decoded text of one input and notes on what was read leniently. Standard input may be gzip or
+    xz data (`zcat` not needed), recognised by its magic bytes as files are by their suffix."""
     if path == STDIN:
-        return decode(sys.stdin.buffer.read(), path)
+        data = sys.stdin.buffer.read()
+        try:
+            if data.startswith(_GZIP_MAGIC):
+                data = gzip.decompress(data)
+            elif data.startswith(_XZ_MAGIC):
+                data = lzma.decompress(data)
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise HloSyntaxError(f"cannot decompress standard input: {exc}", 1, 1, "", path) from None
+        return decode_lenient(data, path)
     try:
         with _open(Path(path)) as handle:
             data = handle.read()
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise HloSyntaxError(f"cannot read input: {exc}", 1, 1, "", path) from None
-    return decode(data, path)
+    return decode_lenient(data, path)
+
+
+_METADATA_STRING = re.compile(rb'metadata=\{[^\n]*')
+
+
+def decode_lenient(data: bytes, path: str | None) -> tuple[str, list[str]]:
+    """`decode`, except that bytes that are not UTF-8 inside metadata strings (an op_name or source path
+    written by another tool) are replaced, with a note, instead of failing the whole file."""
+    try:
+        return decode(data, path), []
+    except HloSyntaxError:
+        if b"\0" in data:
+            raise
+        bad = _invalid_offsets(data)
+        spans = [(m.start(), m.end()) for m in _METADATA_STRING.finditer(data)]
+        if not bad or not all(any(a <= off < b for a, b in spans) for off in bad):
+            raise
+        line, col = _position(data, bad[0])
+        note = (f"{len(bad)} byte(s) that are not UTF-8 inside metadata strings (first at {line}:{col}) were "
+                "read as U+FFFD")
+        return data.decode("utf-8", errors="replace"), [note]
+
+
+def _invalid_offsets(data: bytes, limit: int = 1000) -> list[int]:
+    out, pos = [], 0
+    while len(out) < limit:
+        try:
+            data[pos:].decode("utf-8")
+            return out
+        except UnicodeDecodeError as exc:
+            out.append(pos + exc.start)
+            pos += exc.end
+    return out
 
 
 def decode(data: bytes, path: str | None) -> str:
@@ -174,7 +225,8 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
 
 def load_file(path: str, strict: bool | None = None) -> LoadedFile:
     try:
-        return LoadedFile(path, parse_text(read_text(path), path, strict))
+        text, notes = read_input(path)
+        return LoadedFile(path, parse_text(text, path, strict), notes=notes)
     except HloSyntaxError as exc:
         exc.path = path
         return LoadedFile(path, error=exc)

@@ -254,5 +254,7 @@ class ToolCode:
 
 TOOL_CODES = {
     "HLO001": ToolCode("HLO001", "syntax-error", "The input could not be parsed as HLO text."),
+    "HLO002": ToolCode("HLO002", "read-leniently", "Bytes that are not UTF-8 inside metadata strings were read "
+                       "as U+FFFD instead of failing the file.", Severity.NOTE),
     "HLO900": ToolCode("HLO900", "check-crashed", "A check raised an internal error on this module."),
 }

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, TextIO
 from hloscan.lint.config import Config
 from hloscan.lint.files import printable
 from hloscan.lint.engine import ScanResult, Selection, run_checks, selected_checks
-from hloscan.lint.finding import Finding, Severity
+from hloscan.lint.finding import Finding, Severity, Span
 from hloscan.hlo.errors import HloSyntaxError
 from hloscan.hlo.loader import STDIN, LoadedFile, discover, load_file, load_text
 from hloscan.lint.registry import Check, lookup, matches
@@ -124,10 +124,18 @@ def scan_file(task: Task, options: dict[str, Any], severities: dict[str, Severit
     findings: list[Finding] = []
     for module in loaded.modules:
         findings.extend(run_checks(module, loaded.path, checks, options, severities, task.stages))
+    findings.extend(lenient_read_finding(loaded.path, note) for note in loaded.notes)
     if not keep_modules:
         loaded = LoadedFile(loaded.path, [ModuleSummary(m.name, m.line, m.instruction_count)  # type: ignore[misc]
-                                          for m in loaded.modules], loaded.error)
+                                          for m in loaded.modules], loaded.error, loaded.notes)
     return loaded, findings
+
+
+def lenient_read_finding(path: str, note: str) -> Finding:
+    """HLO002: part of the file was read leniently; the rest of the run is as usual."""
+    return Finding(code="HLO002", name="read-leniently", severity=Severity.NOTE, message=note,
+                   span=Span(path, 1, 1), hint="The dump was written with a non-UTF-8 string in its metadata; "
+                   "the analysis is unaffected, Python source lines with such names show U+FFFD.")
 
 
 def scan_tasks(tasks: list[Task], options: dict[str, Any] | None = None,

@@ -31,7 +31,7 @@ def write(tmp_path, name: str, data: str | bytes):
 def test_parse_json_shape(tmp_path):
     result = run("parse", "--format", "json", write(tmp_path, "good.hlo.txt", GOOD))
     assert result.exit_code == 0
-    doc = json.loads(result.output)
+    (doc,) = json.loads(result.output)["files"]  # one document for the whole run
     assert doc["ok"] is True and doc["error"] is None
     (module,) = doc["modules"]
     assert module == {"name": "m", "computations": 1, "instructions": 2,
@@ -52,7 +52,7 @@ def test_syntax_error_reports_line_col_caret_and_other_files_still_parse(tmp_pat
 
 def test_json_error_object(tmp_path):
     result = run("parse", "--format", "json", write(tmp_path, "bad.hlo.txt", "HloModule m\n\nENTRY e {\n  x = f32[ parameter(0)\n}\n"))
-    doc = json.loads(result.output)
+    (doc,) = json.loads(result.output)["files"]
     assert result.exit_code == 2 and doc["ok"] is False
     assert doc["error"]["line"] == 4 and doc["error"]["col"] >= 1 and doc["error"]["message"]
 

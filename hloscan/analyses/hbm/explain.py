@@ -93,20 +93,25 @@ def _allocations(text: str) -> list[MessageAllocation]:
     return out
 
 
-def explain_hbm_oom(text: str, modules: list[Module] | None = None, dump_path: str | None = None) -> HbmOom | None:
-    """The parsed message; with the dump, its allocations mapped to instructions and Python lines."""
+def explain_hbm_oom(text: str, modules: list[Module] | None = None, dump_path: str | None = None,
+                    results: list[Any] | None = None) -> HbmOom | None:
+    """The parsed message; with the dump, its allocations mapped to instructions and Python lines.
+    `results`: the dump's `hbm` figures (XLA's memory-usage report where one sits beside the dump), so
+    explain and `hloscan hbm` give one figure for one folder."""
     e = parse_hbm_oom(text)
     if e is None:
         return None
     if modules:
-        e.dump = _against_dump(e, modules, dump_path or "")
+        e.dump = _against_dump(e, modules, dump_path or "", results)
     return e
 
 
-def _against_dump(e: HbmOom, modules: list[Module], path: str) -> dict[str, Any]:
+def _against_dump(e: HbmOom, modules: list[Module], path: str, results: list[Any] | None = None) -> dict[str, Any]:
     gen = e.generations[0] if e.generations else None
     module = max(modules, key=lambda m: m.instruction_count)
-    r = analyze_module(module, path, gen, use_reports=False)
+    named = [r for r in results or [] if r.module == module.name]
+    r = max(named, key=lambda r: (r.kind == "exact", r.xla_total_bytes)) if named else \
+        analyze_module(module, path, gen, use_reports=False)
     names = {i.name: (c, i) for c, i in module.instructions()}
     mapped = []
     for a in e.allocations:
