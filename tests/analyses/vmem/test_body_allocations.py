@@ -23,10 +23,11 @@ from hloscan.analyses.vmem.mosaic.bytecode import OpResult, read_module, decode_
 from hloscan.hlo.parser import parse_module
 
 USER1 = FIXTURES / "oracle_new" / "user1"
+USER2 = FIXTURES / "oracle_new" / "user2"
 
 
-def _module(case: str):
-    return parse_module((USER1 / case / "before_optimizations.txt").read_text())
+def _module(case: str, root: Path = USER1):
+    return parse_module((root / case / "before_optimizations.txt").read_text())
 
 
 def _kernel(case: str):
@@ -133,22 +134,29 @@ def test_held_value_spread_is_the_measured_one() -> None:
 
 # Measured on user1 before the body model: 23/54 within 5%, 7/15 compiler VMEM errors found; after it:
 # 49/56 and 14/15 (the miss sits at its limit: 48.00 MiB estimated, 48.43 MiB used of a 48 MiB limit).
-FLOORS = {"within": (49, 56), "errors": (14, 15)}
+# user2 (held out, compiled after the model was frozen; scored here as hloscan.vmem estimates of the
+# before-optimisation dump): 54/127 and 20/23, with the DMA-wait rule added after that scoring; its one
+# false error is tokamax's f32 attention on v5p (+113%, the exp2 score rule does not apply).
+FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
+          "user2": {"within": (54, 127), "errors": (20, 23), "false": 1}}
 
 
-def _user1_cases():
-    for row in tsv_rows(USER1 / "MANIFEST.tsv"):
-        if row["family"] != "pallas" or not (USER1 / row["case"]).is_dir():
+def _cases(root: Path):
+    for row in tsv_rows(root / "MANIFEST.tsv"):
+        if row["family"] != "pallas" or not (root / row["case"]).is_dir():
             continue
         error = row["verdict"].startswith("E1001") or row["error_kind"] == "vmem_capacity_oom"
         if row["verdict"] == "ok" or error:
             yield row, error
 
 
-def test_user_kernels_within_5_percent_and_errors_found() -> None:
+@pytest.mark.parametrize("folder", sorted(FLOORS))
+def test_user_kernels_within_5_percent_and_errors_found(folder: str) -> None:
+    root = USER1.parent / folder
+    floors = FLOORS[folder]
     within = total = found = errors = false_errors = 0
-    for row, error in _user1_cases():
-        kernels = estimate_module(_module(row["case"]), row["generation"], None)
+    for row, error in _cases(root):
+        kernels = estimate_module(_module(row["case"], root), row["generation"], None)
         # An accepted kernel estimated over its limit is a false error; one estimated within 10% of it is
         # "tight" (a warning on the pre-optimisation dump, which eval_real's check of the whole case folder
         # does not raise: its after_codegen figure is the compiler's own).
@@ -158,12 +166,14 @@ def test_user_kernels_within_5_percent_and_errors_found() -> None:
             found += any(k.estimate.exceeds for k in kernels)
             continue
         est = sum(k.estimate.predicted_bytes for k in kernels)
+        if not row["scoped_sum"]:
+            continue
         want = int(row["scoped_sum"])
         total += 1
         within += abs(est - want) <= 0.05 * want
         false_errors += flagged
-        print(f"{row['case']:55s} est={est:>10d} compiler={want:>10d} {(est - want) / want:+.1%}")
+        print(f"{row['case']:55s} est={est:>10d} compiler={want:>10d} {(est - want) / max(want, 1):+.1%}")
     print(f"within 5%: {within}/{total}; errors found {found}/{errors}; false errors {false_errors}")
-    assert (total, errors) == (FLOORS["within"][1], FLOORS["errors"][1])
-    assert within >= FLOORS["within"][0] and found >= FLOORS["errors"][0]
-    assert false_errors == 0
+    assert (total, errors) == (floors["within"][1], floors["errors"][1])
+    assert within >= floors["within"][0] and found >= floors["errors"][0]
+    assert false_errors <= floors["false"]

@@ -1,0 +1,64 @@
+"""Per-device HBM of sharded programs before partitioning, against the TPU compiler's memory-usage reports.
+
+fixtures/oracle_new/sharded1 (the set the model was built with) and sharded2 (compiled after it was frozen):
+decoder train and decode steps over 4- and 8-device meshes with dp / fsdp / tp / fsdp_tp shardings. Floors are
+the figures measured when each set was scored; a change that loses one fails here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from corpus import FIXTURES, tsv_rows
+from hloscan.analyses.hbm import analyze_modules
+from hloscan.hlo.loader import load
+
+ORACLE = FIXTURES / "oracle_new"
+# (before within 15%, verdicts agreeing, programs); false E1000 errors must stay 0.
+FLOORS = {"sharded1": (13, 16, 16), "sharded2": (17, 28, 31)}
+
+
+def _report_total(case: Path) -> int | None:
+    for name in ("memory-usage-report.txt", "memory-usage-report.txt.xz"):
+        path = case / name
+        if path.exists():
+            import lzma
+            text = lzma.open(path, "rt").read() if name.endswith(".xz") else path.read_text()
+            m = re.search(r"Memory Space: default \(color=0\)\nTotal bytes: (\d+)", text)
+            return int(m.group(1)) if m else None
+    return None
+
+
+def _stage(case: Path, stage: str) -> Path | None:
+    for name in (f"{stage}.txt", f"{stage}.txt.xz"):
+        if (case / name).exists():
+            return case / name
+    return None
+
+
+@pytest.mark.parametrize("folder", sorted(FLOORS))
+def test_per_device_prediction_before_partitioning(folder: str) -> None:
+    within = agree = total = false_errors = 0
+    for row in tsv_rows(ORACLE / folder / "MANIFEST.tsv"):
+        case = ORACLE / folder / row["case"]
+        want = _report_total(case)
+        before = _stage(case, "before_optimizations")
+        if want is None or before is None:
+            continue
+        (r,) = [max(analyze_modules(load(before), str(before), row["generation"], use_reports=False),
+                    key=lambda r: r.xla_total_bytes)]
+        oom = row["verdict"] != "ok"
+        total += 1
+        within += abs(r.xla_total_bytes - want) <= 0.15 * want
+        agree += (r.verdict == "E1000") == oom
+        false_errors += r.verdict == "E1000" and r.certainly_over and not oom
+        assert r.devices > 1, row["case"]
+        print(f"{row['case']:50s} {r.xla_total_bytes / 2**30:7.2f}G vs {want / 2**30:7.2f}G "
+              f"{(r.xla_total_bytes - want) / want:+.0%} {r.verdict}")
+    floor_within, floor_agree, cases = FLOORS[folder]
+    print(f"{folder}: within 15% {within}/{total}, verdicts {agree}/{total}, false errors {false_errors}")
+    assert total == cases
+    assert within >= floor_within and agree >= floor_agree and false_errors == 0
