@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+RUN_STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .PHONY: demo test bench fuzz clean venv
@@ -13,12 +14,17 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
+
+# The demo needs hloscan and its runtime dependencies only (not pytest, hypothesis, ...).
+$(RUN_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
 
 venv: $(STAMP)
 
 ## Run hloscan on the bundled example dump.
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	$(BIN)/hloscan check fixtures/demo/offload_output.hlo.txt || test $$? -eq 1
 
 ## Run the whole test suite (reads ../shared/corpus when present; required when CI=true).
