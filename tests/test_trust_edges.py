@@ -223,3 +223,17 @@ def test_compressed_standard_input_is_read(compress: str) -> None:
                           timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert b"module jit_train_step" in done.stdout
+
+
+def test_json_output_has_no_lone_surrogates_for_non_utf8_file_names(tmp_path: Path) -> None:
+    """18: a file name that is not UTF-8 put lone surrogates into JSON, which strict parsers reject."""
+    name = os.fsdecode(b"bad\xffname.hlo.txt")
+    (tmp_path / name).write_bytes(DEMO.read_bytes())
+    done = subprocess.run([sys.executable, "-m", "hloscan", "check", "--format", "json", str(tmp_path)],
+                          capture_output=True, timeout=120, cwd=REPO)
+    text = done.stdout.decode("utf-8")  # strict
+    assert "\\udc" not in text
+    import json
+    path = json.loads(text)["files"][0]["path"]
+    path.encode("utf-8")  # no surrogate left
+    assert path.endswith("name.hlo.txt")

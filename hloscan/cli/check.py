@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from hloscan.lint.files import json_text
+
 import functools
-import json
 import sys
 from typing import Any
 
@@ -57,7 +58,7 @@ def parse(paths: tuple[str, ...], fmt: str, strict: bool | None) -> None:
         else:
             click.echo(printable(loaded.error.format()), err=True)
     if fmt == "json":
-        click.echo(json.dumps({"version": 1, "files": documents}))
+        click.echo(json_text({"version": 1, "files": documents}))
     if status == EXIT_CLEAN and modules == 0:
         click.echo(f"hloscan: nothing parsed: no HLO module in {_paths_label(paths)}", err=True)
         status = EXIT_ERROR

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+from hloscan.lint.files import json_text
+
 import re
 import sys
 from dataclasses import dataclass, field
@@ -208,7 +209,7 @@ def explain_command(text: str, dump: str | None, fmt: str) -> None:
     for explainer in EXPLAINERS:
         result = explainer(req)
         if result is not None:
-            click.echo(json.dumps(result.data, indent=2) if fmt == "json" else result.text)
+            click.echo(json_text(result.data, indent=2) if fmt == "json" else result.text)
             sys.exit(EXIT_CLEAN)
     fail("not a recognised XLA error code or message (known: a code such as E1001; E0102 'expected "
          "parameter ... but got buffer with incompatible size'; E1200 'moved to host ... not set to host memory'; "

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+from hloscan.lint.files import json_text
+
 import sys
 
 import click
@@ -40,7 +41,7 @@ def hbm(paths: tuple[str, ...], fmt: str, no_reports: bool, config_file: str | N
         other_backend += [f"{loaded.path}: module {m.name}" for m in loaded.modules if m not in tpu_modules]
         results.extend(analyze_modules(tpu_modules, loaded.path, tpu, use_reports=not no_reports))
     if fmt == "json":
-        click.echo(json.dumps({"version": 1, "modules": [r.to_json() for r in results],
+        click.echo(json_text({"version": 1, "modules": [r.to_json() for r in results],
                                "not_tpu": other_backend, "errors": [error_json(e) for e in errors]}, indent=2))
     else:
         for result in results:

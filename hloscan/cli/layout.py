@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+from hloscan.lint.files import json_text
+
 import sys
 from typing import Any
 
@@ -117,7 +118,7 @@ def size_command(shapes: tuple[str, ...], fmt: str, tpu: str | None) -> None:
         else:
             click.echo("\n".join(_size_text(report)))
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json_text(rows, indent=2))
     sys.exit(status)
 
 
@@ -160,7 +161,7 @@ def diff_command(old: str, new: str, fmt: str, module_name: str | None, stage: s
         sys.exit(EXIT_ERROR)
     diffs = [(o, n, diff_signatures(signature_of(o.module), signature_of(n.module))) for o, n in matching.pairs]
     if fmt == "json":
-        click.echo(json.dumps(_diff_json(old, new, diffs, matching), indent=2))
+        click.echo(json_text(_diff_json(old, new, diffs, matching), indent=2))
     else:
         # Say which modules were compared whenever it is not simply the two files given.
         titled = len(diffs) > 1 or any(o.path != old or n.path != new for o, n, _ in diffs)
@@ -215,7 +216,7 @@ def memory_command(path: str, fmt: str, module_name: str | None, waste_threshold
     chosen = select_modules(path, load_modules_or_exit(path), module_name)
     reports = [memory_report(signature_of(m.module), top=top, waste_threshold=waste_threshold) for m in chosen]
     if fmt == "json":
-        click.echo(json.dumps([{"path": m.path, "stage": m.stage, **r.to_json()} for m, r in zip(chosen, reports)],
+        click.echo(json_text([{"path": m.path, "stage": m.stage, **r.to_json()} for m, r in zip(chosen, reports)],
                               indent=2))
     else:
         click.echo("\n\n".join(_from(m) + render_memory(r) for m, r in zip(chosen, reports)))
@@ -236,7 +237,7 @@ def signature_command(path: str, fmt: str, module_name: str | None) -> None:
     chosen = select_modules(path, load_modules_or_exit(path), module_name)
     sigs = [signature_of(m.module) for m in chosen]
     if fmt == "json":
-        click.echo(json.dumps([{"path": m.path, "stage": m.stage, **s.to_json()} for m, s in zip(chosen, sigs)],
+        click.echo(json_text([{"path": m.path, "stage": m.stage, **s.to_json()} for m, s in zip(chosen, sigs)],
                               indent=2))
     else:
         click.echo("\n\n".join(_from(m) + render_signature(s) for m, s in zip(chosen, sigs)))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+from hloscan.lint.files import json_text
+
 import re
 import sys
 
@@ -74,7 +75,7 @@ def tool_code_text(code: str) -> str:
 def rules_command(fmt: str) -> None:
     """List every check: code, name, severity, XLA error and summary."""
     rows = [rule_row(c) for c in all_checks()]
-    click.echo(json.dumps(rows, indent=2) if fmt == "json" else rules_table(rows))
+    click.echo(json_text(rows, indent=2) if fmt == "json" else rules_table(rows))
 
 
 @main.command("rule")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+from hloscan.lint.files import json_text
+
 import sys
 from typing import Any
 
@@ -32,7 +33,7 @@ def vmem(paths: tuple[str, ...], fmt: str, config_file: str | None, no_config: b
     rows = [(loaded.path, k) for loaded in files for module in loaded.modules
             for k in estimate_module(module, tpu, vmem_limit_kib)]
     if fmt == "json":
-        click.echo(json.dumps({"kernels": [_kernel_json(p, k) for p, k in rows],
+        click.echo(json_text({"kernels": [_kernel_json(p, k) for p, k in rows],
                                "errors": [error_json(e) for e in errors]}, indent=2))
     else:
         for path, kernel in rows:

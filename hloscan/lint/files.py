@@ -133,3 +133,21 @@ def _mode_for(target: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def json_safe(value):
+    """Every string of a JSON document without lone surrogates (file names that are not UTF-8, kept by Python
+    as surrogate escapes): strict JSON parsers reject them, and one undecodable name must not cost the report."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {json_safe(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def json_text(value, **kwargs) -> str:
+    """`json.dumps` of `json_safe(value)`: what every command prints as JSON."""
+    import json
+    return json.dumps(json_safe(value), **kwargs)

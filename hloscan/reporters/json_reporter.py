@@ -7,6 +7,7 @@ import json
 from typing import TextIO
 
 from hloscan.lint.engine import ScanResult
+from hloscan.lint.files import json_safe
 from hloscan.lint.finding import Severity
 from hloscan.version import __version__
 
@@ -49,5 +50,5 @@ def render(result: ScanResult, out: TextIO, colour: bool = False) -> None:
         "hloscan_version": __version__,
         "timing": timing(result),
     }
-    json.dump(doc, out, indent=2)
+    json.dump(json_safe(doc), out, indent=2)
     out.write("\n")

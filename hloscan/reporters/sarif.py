@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 from hloscan.version import __version__
 from hloscan.lint.engine import ScanResult
-from hloscan.lint.files import printable, uri_path
+from hloscan.lint.files import json_safe, printable, uri_path
 from hloscan.lint.finding import Finding, Severity, Span
 from hloscan.reporters.json_reporter import summary
 from hloscan.lint.registry import TOOL_CODES, Check, all_checks
@@ -198,16 +198,7 @@ def _utc(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def valid_text(value: Any) -> Any:
-    """Every string of the log without lone surrogates (file names that are not UTF-8): a SARIF log is
-    UTF-8, and one undecodable name must not cost the whole report."""
-    if isinstance(value, str):
-        return printable(value)
-    if isinstance(value, dict):
-        return {valid_text(k): valid_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [valid_text(v) for v in value]
-    return value
+valid_text = json_safe  # a SARIF log is UTF-8 JSON: the same rule as every JSON report
 
 
 def render(result_: ScanResult, out: TextIO, colour: bool = False) -> None:
