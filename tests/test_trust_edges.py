@@ -237,3 +237,44 @@ def test_json_output_has_no_lone_surrogates_for_non_utf8_file_names(tmp_path: Pa
     path = json.loads(text)["files"][0]["path"]
     path.encode("utf-8")  # no surrogate left
     assert path.endswith("name.hlo.txt")
+
+
+# ------------------------------------------------------------------------------------------ 27, 28
+
+
+def test_statistics_count_findings_per_rule() -> None:
+    done = hloscan("check", "--statistics", str(REPO / "fixtures" / "checks" / "HLO101"))
+    rows = [line.split() for line in done.stdout.splitlines()[:-1]]
+    assert done.returncode == 1 and rows and all(r[0].isdigit() for r in rows)
+    counts = {r[1]: int(r[0]) for r in rows}
+    full = hloscan("check", "--format", "json", str(REPO / "fixtures" / "checks" / "HLO101")).stdout
+    import json
+    findings = json.loads(full)["findings"]
+    assert counts == {c: sum(1 for f in findings if f["code"] == c) for c in {f["code"] for f in findings}}
+
+
+def test_concise_format_is_one_line_per_finding() -> None:
+    done = hloscan("check", "--format", "concise", str(DEMO))
+    (line,) = done.stdout.splitlines()
+    assert line.startswith(f"{DEMO.relative_to(REPO)}:15:3: HLO101 error [E1200] ") or ":15:3: HLO101 error" in line
+
+
+def test_gitlab_code_quality_report() -> None:
+    import json
+    done = hloscan("check", "--format", "gitlab", str(DEMO))
+    (issue,) = json.loads(done.stdout)
+    assert issue["check_name"] == "HLO101" and issue["severity"] == "critical"
+    assert issue["location"]["lines"]["begin"] == 15 and len(issue["fingerprint"]) == 32
+
+
+def test_junit_report_parses_and_escapes_dump_text(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+    tricky = tmp_path / "a<b>&c.hlo.txt"
+    tricky.write_bytes(DEMO.read_bytes())
+    done = hloscan("check", "--format", "junit", str(tricky), str(REPO / "fixtures" / "demo" / "bad.hlo"))
+    suite = ET.fromstring(done.stdout.split("?>", 1)[1])
+    assert suite.get("tests") == "2"
+    names = [c.get("name") for c in suite.iter("testcase")]
+    assert str(tricky) in names
+    assert {f.get("type") for f in suite.iter("failure")} == {"HLO101"}
+    assert [e.get("type") for e in suite.iter("error")] == ["HLO001"]

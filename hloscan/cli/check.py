@@ -19,6 +19,7 @@ from hloscan.lint.finding import Severity
 from hloscan.lint.files import atomic_write, printable
 from hloscan.lint.scan import collect, default_jobs, scan
 from hloscan.reporters import REPORTERS
+from hloscan.reporters import statistics as statistics_reporter
 from hloscan.reporters import text as text_reporter
 from hloscan.reporters.text import skipped_summary
 
@@ -109,9 +110,10 @@ def _module_json(module) -> dict[str, Any]:
 @colour_option
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, progress or notes.")
 @click.option("--show-config", is_flag=True, help="Print the config file and settings in force, then exit.")
+@click.option("--statistics", is_flag=True, help="Print how many findings each rule raised instead of the findings.")
 @family_flags
 def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config_file, no_config, baseline_file,
-          write_baseline, jobs, colour, quiet, show_config, **family_options) -> None:
+          write_baseline, jobs, colour, quiet, show_config, statistics, **family_options) -> None:
     """Run the checks on dumps, dump folders or lit-test files (`-` reads standard input)."""
     config = settings(config_file, no_config, family_options, select, ignore)
     if show_config:
@@ -134,6 +136,10 @@ def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config
     render = REPORTERS[fmt]
     if fmt == "text" and quiet:
         render = functools.partial(text_reporter.render, summary=False)
+    if statistics:
+        if fmt not in ("text", "json"):
+            raise click.UsageError("--statistics prints text or JSON (--format text|json)")
+        render = statistics_reporter.render_json if fmt == "json" else statistics_reporter.render_text
     if output:
         with atomic_write(output) as handle:
             render(result, handle, fmt == "text" and use_colour(colour, handle, to_file=True))

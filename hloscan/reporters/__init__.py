@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable, TextIO
 
 from hloscan.lint.engine import ScanResult
-from hloscan.reporters import github, json_reporter, sarif, text
+from hloscan.reporters import concise, github, gitlab, json_reporter, junit, sarif, text
 
 Reporter = Callable[[ScanResult, TextIO, bool], None]
 
@@ -14,4 +14,7 @@ REPORTERS: dict[str, Reporter] = {
     "json": json_reporter.render,
     "sarif": sarif.render,
     "github": github.render,
+    "concise": concise.render,
+    "gitlab": gitlab.render,
+    "junit": junit.render,
 }
