@@ -117,6 +117,7 @@ def check(source: Any, **options: Any) -> Findings:
     """Run the checks; see hloscan's module docstring for inputs and options."""
     import hloscan.checks  # noqa: F401  (registers every check: the entry points own that, not the framework)
     from hloscan.lint.config import Config, load_config, parse_config
+    from hloscan.lint.engine import Selection, selected_checks
     from hloscan.lint.scan import scan, scan_text
 
     inputs = resolve(source)
@@ -125,6 +126,10 @@ def check(source: Any, **options: Any) -> Findings:
         settings["host_outputs"] = list(inputs.host_outputs)  # jax's declared output memory kinds
     config = load_config(options["config"]) if options.get("config") else Config()
     config = config.merged(parse_config(settings))  # keyword arguments win, key by key, as flags do
+    if config.select and not selected_checks(Selection(config.select, ())):
+        # As the CLI's usage error: a select that runs nothing would return [] whatever the dump holds.
+        raise ValueError(f"select {', '.join(config.select)} matches no check (HLO001 and HLO900 are reported "
+                         "always and cannot be selected alone)")
     strict = None if options.get("strict") is None else bool(options["strict"])  # None: chosen by size
     if inputs.error is not None:
         result = _failed(inputs)

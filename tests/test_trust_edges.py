@@ -278,3 +278,29 @@ def test_junit_report_parses_and_escapes_dump_text(tmp_path: Path) -> None:
     assert str(tricky) in names
     assert {f.get("type") for f in suite.iter("failure")} == {"HLO101"}
     assert [e.get("type") for e in suite.iter("error")] == ["HLO001"]
+
+
+# ------------------------------------------------------------------------------------------ 23: Python API
+
+
+def test_the_api_refuses_a_select_that_runs_no_check_as_the_cli_does() -> None:
+    import hloscan
+    with pytest.raises(ValueError, match="matches no check"):
+        hloscan.check(DEMO.read_text(), select=["HLO001"])
+
+
+def test_findings_read_and_print_as_the_cli_prints_them() -> None:
+    import hloscan
+    (finding,) = hloscan.check(str(DEMO))
+    assert str(finding.severity) == "error"
+    assert (finding.path, finding.line, finding.col) == (str(DEMO), 15, 3)
+    text = finding.render()
+    assert text.startswith(f"{DEMO}:15:3: HLO101 error [E1200]: ") and "hint:" in text
+    assert str(finding) == text
+
+
+def test_reprs_summarise_instead_of_printing_the_whole_ir() -> None:
+    import hloscan
+    (module,) = hloscan.load(str(DEMO))
+    assert repr(module).startswith("<Module jit_train_step: 1 computations, 10 instructions")
+    assert len(repr(module)) < 200 and len(repr(module.entry)) < 200

@@ -314,6 +314,9 @@ class Computation:
     line: int = 0
     col: int = 0
 
+    def __repr__(self) -> str:
+        return f"<Computation {self.name}{' (ENTRY)' if self.is_entry else ''}: {len(self.instructions)} instructions>"
+
     @cached_property
     def by_name(self) -> dict[str, Instruction]:
         return {inst.name: inst for inst in self.instructions}
@@ -428,6 +431,12 @@ class Module:
             if key == name:
                 return value
         return default
+
+    def __repr__(self) -> str:
+        # A summary: the generated repr printed the whole IR (a million records for a big dump).
+        where = f" from {self.path}:{self.line}" if self.path else ""
+        return (f"<Module {self.name}: {len(self.computations)} computations, {self.instruction_count} "
+                f"instructions{where}>")
 
     @cached_property
     def entry(self) -> Computation:

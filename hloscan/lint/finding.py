@@ -18,6 +18,9 @@ class Severity(enum.IntEnum):
     def label(self) -> str:
         return self.name.lower()
 
+    def __str__(self) -> str:
+        return self.label  # "error", as every report prints it (an IntEnum would print "3")
+
     @classmethod
     def parse(cls, text: str) -> "Severity":
         try:
@@ -108,6 +111,33 @@ class Finding:
         """(computation or None, instruction) the analysis started from, when the check names one."""
         name = self.data.get(START_KEY) if self.data else None
         return None if name is None else (self.data.get(START_COMPUTATION_KEY), str(name))
+
+    @property
+    def path(self) -> str:
+        return self.span.path
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def col(self) -> int:
+        return self.span.col
+
+    def render(self) -> str:
+        """The finding as `hloscan check` prints it: its first line, then path, source, hint."""
+        xla = f" [{self.xla_error}]" if self.xla_error else ""
+        lines = [f"{self.path}:{self.line}:{self.col}: {self.code} {self.severity.label}{xla}: {self.message}"]
+        if self.trace:
+            lines.append("    path: " + " -> ".join(s.instruction for s in self.trace))
+        if self.source is not None:
+            lines.append(f"    source: {self.source.file}:{self.source.line}")
+        if self.hint:
+            lines.append(f"    hint: {self.hint}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
 
     def key(self) -> tuple[str, int]:
         """What tests compare: the code and the dump line."""
