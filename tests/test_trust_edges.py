@@ -304,3 +304,21 @@ def test_reprs_summarise_instead_of_printing_the_whole_ir() -> None:
     (module,) = hloscan.load(str(DEMO))
     assert repr(module).startswith("<Module jit_train_step: 1 computations, 10 instructions")
     assert len(repr(module)) < 200 and len(repr(module.entry)) < 200
+
+
+def test_graph_colours_a_move_back_to_device_as_device(tmp_path: Path) -> None:
+    """10: annotate_device_placement to device was coloured as a host node."""
+    hlo = tmp_path / "annot.hlo.txt"
+    hlo.write_text(
+        "HloModule jit_f, entry_computation_layout={(f32[16,128]{1,0})->f32[16,128]{1,0}}\n\nENTRY main.1 {\n"
+        "  a = f32[16,128]{1,0} parameter(0)\n"
+        "  h = f32[16,128]{1,0} custom-call(a), custom_call_target=\"annotate_device_placement\", "
+        "custom_call_has_side_effect=true, frontend_attributes={_xla_buffer_placement=\"pinned_host\"}\n"
+        "  d = f32[16,128]{1,0} custom-call(h), custom_call_target=\"annotate_device_placement\", "
+        "custom_call_has_side_effect=true, frontend_attributes={_xla_buffer_placement=\"device\"}\n"
+        "  ROOT n = f32[16,128]{1,0} negate(d)\n}\n")
+    out = tmp_path / "g.dot"
+    assert hloscan("graph", str(hlo), "--around", "d", "-o", str(out)).returncode == 0
+    dot = out.read_text()
+    node = next(line for line in dot.splitlines() if 'id="main.1/d"' in line)
+    assert "[device]" in node and "[host]" in next(line for line in dot.splitlines() if 'id="main.1/h"' in line)

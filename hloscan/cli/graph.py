@@ -15,7 +15,7 @@ import click
 
 from hloscan.lint.files import write_output as write_file
 from hloscan.cli.main import main
-from hloscan.analyses.host_offload.walk import analyze, is_move_to_host
+from hloscan.analyses.host_offload.walk import analyze, is_move_to_device, is_move_to_host
 from hloscan.cli.main import config_options, family_flags, load_all, require_writable, settings
 from hloscan.lint.scan import scan
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Instruction, Module, Shape
@@ -81,6 +81,8 @@ def _inst(module: Module, node: Node) -> Instruction:
 def _space(module: Module, node: Node, host: set[Node], host_path: dict[Node, tuple[int, ...]] | None = None) -> str:
     inst = _inst(module, node)
     spaces = {leaf.memory_space for _, leaf in inst.shape.leaves()} if inst.shape is not None else set()
+    if is_move_to_device(inst) and HOST_MEMORY_SPACE not in spaces:
+        return "device"  # the move back: its result is in device memory, whatever its operand was
     if node in host or HOST_MEMORY_SPACE in spaces or is_move_to_host(inst):
         return "host"
     if host_path and node in host_path:
@@ -203,7 +205,10 @@ def _node_line(module: Module, view: View, node: Node, node_id: str) -> str:
     inst = _inst(module, node)
     space = _space(module, node, view.host, view.host_path)
     # Marks go inside the label (not xlabel): Graphviz places xlabels after layout, over cluster borders.
-    marks = [text for text, hit in (("offload start", node == view.start), (view.end_label, node == view.end)) if hit]
+    # XLA's "starting from" names where its offload walk begins, often the ROOT tuple itself: say that, rather
+    # than call the ROOT an offload start.
+    marks = [text for text, hit in (("XLA's walk starts here", node == view.start), (view.end_label, node == view.end))
+             if hit]
     label = (" / ".join(marks) + "\n") if marks else ""
     label += f"{inst.name}\n{inst.opcode}"
     if inst.opcode == "custom-call" and inst.custom_call_target:
@@ -398,7 +403,7 @@ def graph_command(paths, finding_number, around, depth, select, ignore, output, 
     """Draw a focused Graphviz diagram: a finding's path, or an instruction's neighbourhood.
 
     Nodes are coloured by memory space (device, host S(5), on an offload walk, other), clustered per
-    computation; edges carry the value's shape and bytes. A finding's offload start and offending output
+    computation; edges carry the value's shape and bytes. A finding's start (XLA's "starting from") and offending output
     are outlined in red; the --around instruction in black. The title names the file and module.
     """
     if (finding_number is None) == (around is None):

@@ -49,7 +49,7 @@ def test_svg_of_a_finding_shows_its_path(tmp_path: Path) -> None:
     texts = _texts(out)
     for name in ("custom-call.5", "custom-call.6", "tuple.3"):
         assert name in texts, name
-    assert "offload start / offending output" in texts  # XLA starts the walk at the ROOT tuple here
+    assert "XLA's walk starts here / offending output" in texts  # XLA starts the walk at the ROOT tuple here
     assert any("524,288 B" in t for t in texts)  # f32[256,512] on the path edges
     groups = {g.get("id") for g in ET.parse(out).iter(f"{SVG}g")}
     assert "main.12/tuple.3" in groups and "main.12/dot.3" not in groups  # focused, not the whole module
