@@ -322,3 +322,21 @@ def test_graph_colours_a_move_back_to_device_as_device(tmp_path: Path) -> None:
     dot = out.read_text()
     node = next(line for line in dot.splitlines() if 'id="main.1/d"' in line)
     assert "[device]" in node and "[host]" in next(line for line in dot.splitlines() if 'id="main.1/h"' in line)
+
+
+# ------------------------------------------------------------------------------------------ 14: --module, --stage
+
+
+def test_module_and_stage_choose_what_check_hbm_and_graph_look_at(tmp_path: Path) -> None:
+    folder = REPO / "fixtures" / "oracle_new" / "sharded1" / "v5e__programs__dp_small_L4"
+    only_after = hloscan("check", "--stage", "after_optimizations", str(folder)).stdout.splitlines()[-1]
+    assert only_after.startswith("1 file(s)") and "another stage than --stage after_optimizations" in only_after
+    assert hloscan("check", "--module", "nope", str(DEMO)).returncode == 2
+    assert hloscan("check", "--module", "jit_*", str(DEMO)).returncode == 1
+    import json
+    hbm = json.loads(hloscan("hbm", "--format", "json", "--stage", "before_optimizations", str(folder)).stdout)
+    assert [m["stage"] for m in hbm["modules"]] == ["before_optimizations"]
+    assert hloscan("hbm", "--module", "nope", str(folder)).returncode == 2
+    out = tmp_path / "g.dot"
+    assert hloscan("graph", "--module", "jit_*", str(DEMO), "--finding", "1", "-o", str(out)).returncode == 0
+    assert hloscan("graph", "--module", "nope", str(DEMO), "--finding", "1", "-o", str(out)).returncode == 2

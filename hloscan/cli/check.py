@@ -19,6 +19,7 @@ from hloscan.lint.finding import Severity
 from hloscan.lint.files import atomic_write, printable
 from hloscan.lint.scan import collect, default_jobs, scan
 from hloscan.reporters import REPORTERS
+from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, other_stage, refuse_unmatched
 from hloscan.reporters import statistics as statistics_reporter
 from hloscan.reporters import text as text_reporter
 from hloscan.reporters.text import skipped_summary
@@ -111,9 +112,11 @@ def _module_json(module) -> dict[str, Any]:
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, progress or notes.")
 @click.option("--show-config", is_flag=True, help="Print the config file and settings in force, then exit.")
 @click.option("--statistics", is_flag=True, help="Print how many findings each rule raised instead of the findings.")
+@MODULE_OPTION
+@STAGE_OPTION
 @family_flags
 def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config_file, no_config, baseline_file,
-          write_baseline, jobs, colour, quiet, show_config, statistics, **family_options) -> None:
+          write_baseline, jobs, colour, quiet, show_config, statistics, module_name, stage, **family_options) -> None:
     """Run the checks on dumps, dump folders or lit-test files (`-` reads standard input)."""
     config = settings(config_file, no_config, family_options, select, ignore)
     if show_config:
@@ -125,10 +128,16 @@ def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config
     if config.path is not None and fmt == "text" and not quiet:  # machine formats: their stdout only
         click.echo(f"hloscan: using config {printable(str(config.path))}", err=True)
     inputs = collect(paths)
+    if stage is not None:
+        inputs.skipped += [(f, f"another stage than --stage {stage}") for f in inputs.files if other_stage(f, stage)]
+        inputs.files = [f for f in inputs.files if not other_stage(f, stage)]
     require_writable(output, "--output", inputs.files)
     require_writable(write_baseline, "--write-baseline", inputs.files)
     result = scan(paths, config, strict=strict, jobs=jobs or default_jobs(), progress=None if quiet else sys.stderr,
                   inputs=inputs)
+    if module_name is not None:
+        refuse_unmatched(_paths_label(paths), [m.name for f in result.files for m in f.modules], module_name)
+        result.findings = [f for f in result.findings if module_matches(f.module, module_name)]
     if write_baseline:
         sys.exit(_write_baseline(write_baseline, result))
     if baseline_file:

@@ -15,9 +15,10 @@ import click
 
 from hloscan.lint.files import write_output as write_file
 from hloscan.cli.main import main
+from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, other_stage, refuse_unmatched
 from hloscan.analyses.host_offload.walk import analyze, is_move_to_device, is_move_to_host
 from hloscan.cli.main import config_options, family_flags, load_all, require_writable, settings
-from hloscan.lint.scan import scan
+from hloscan.lint.scan import collect, scan
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Instruction, Module, Shape
 from hloscan.hlo.layout import physical_bytes
 
@@ -396,10 +397,12 @@ def _fail(message: str) -> None:
 @click.option("--ignore", default=None, help="As for `hloscan check`: the findings --finding counts.")
 @click.option("--output", "-o", "output", required=True, type=click.Path(dir_okay=False),
               help="OUT.dot, OUT.svg or OUT.png (svg/png need Graphviz `dot`).")
+@MODULE_OPTION
+@STAGE_OPTION
 @config_options
 @family_flags
-def graph_command(paths, finding_number, around, depth, select, ignore, output, config_file, no_config,
-                  **family_options) -> None:
+def graph_command(paths, finding_number, around, depth, select, ignore, output, module_name, stage, config_file,
+                  no_config, **family_options) -> None:
     """Draw a focused Graphviz diagram: a finding's path, or an instruction's neighbourhood.
 
     Nodes are coloured by memory space (device, host S(5), on an offload walk, other), clustered per
@@ -411,15 +414,20 @@ def graph_command(paths, finding_number, around, depth, select, ignore, output, 
     require_writable(output, "--output", tuple(paths))
     config = settings(config_file, no_config, family_options, select, ignore)
     host_outputs = config.global_options.get("host_outputs")
-    loaded = load_all(tuple(paths), False)
+    loaded = [f for f in load_all(tuple(paths), False) if not other_stage(f.path, stage)]
     bad = [f for f in loaded if not f.ok]
     if bad:
         _fail(bad[0].error.format())
-    modules = [(f.path, m) for f in loaded for m in f.modules]
+    refuse_unmatched(" ".join(paths), [m.name for f in loaded for m in f.modules], module_name)
+    modules = [(f.path, m) for f in loaded for m in f.modules if module_matches(m.name, module_name)]
     if not modules:
         _fail(f"no HLO module in {' '.join(paths)}")
     if finding_number is not None:
-        findings = scan(paths, config, keep_modules=True).findings  # numbered as `hloscan check` numbers them
+        # Numbered as `hloscan check` numbers them, with the same --module / --stage.
+        inputs = collect(paths)
+        inputs.files = [f for f in inputs.files if not other_stage(f, stage)]
+        findings = [f for f in scan(paths, config, keep_modules=True, inputs=inputs).findings
+                    if module_matches(f.module, module_name)]
         if finding_number > len(findings):
             _fail(f"{' '.join(paths)} has {len(findings)} finding(s); --finding {finding_number} does not exist")
         finding = findings[finding_number - 1]

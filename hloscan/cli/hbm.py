@@ -9,6 +9,7 @@ import sys
 import click
 
 from hloscan.analyses.hbm import HbmResult, analyze_modules, compiled_for_another_backend, human
+from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, other_stage, refuse_unmatched
 from hloscan.cli.main import config_options, error_json, family_flags, load_reporting_errors, main, settings
 
 EXIT_CLEAN, EXIT_E1000, EXIT_ERROR = 0, 1, 2
@@ -21,10 +22,12 @@ _KIND_TEXT = {"exact": "exact (XLA's memory-usage report)", "simulated": "simula
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--no-reports", is_flag=True, default=False,
               help="Ignore buffer-assignment/memory-usage-report files beside the dump: simulate or predict only.")
+@MODULE_OPTION
+@STAGE_OPTION
 @config_options
 @family_flags
-def hbm(paths: tuple[str, ...], fmt: str, no_reports: bool, config_file: str | None, no_config: bool,
-        **family_options) -> None:
+def hbm(paths: tuple[str, ...], fmt: str, no_reports: bool, module_name: str | None, stage: str | None,
+        config_file: str | None, no_config: bool, **family_options) -> None:
     """Per module: stage, kind of figure, arguments, outputs, aliased, temporaries, peak vs HBM capacity,
     verdict (E1000 / tight / ok) and the largest buffers live at the peak.
 
@@ -36,9 +39,12 @@ def hbm(paths: tuple[str, ...], fmt: str, no_reports: bool, config_file: str | N
     files, errors = load_reporting_errors(paths)
     results: list[HbmResult] = []
     other_backend: list[str] = []
+    files = [f for f in files if not other_stage(f.path, stage)]
+    refuse_unmatched(" ".join(paths), [m.name for f in files for m in f.modules], module_name)
     for loaded in files:
-        tpu_modules = [m for m in loaded.modules if not compiled_for_another_backend(m)]
-        other_backend += [f"{loaded.path}: module {m.name}" for m in loaded.modules if m not in tpu_modules]
+        chosen = [m for m in loaded.modules if module_matches(m.name, module_name)]
+        tpu_modules = [m for m in chosen if not compiled_for_another_backend(m)]
+        other_backend += [f"{loaded.path}: module {m.name}" for m in chosen if m not in tpu_modules]
         results.extend(analyze_modules(tpu_modules, loaded.path, tpu, use_reports=not no_reports))
     if fmt == "json":
         click.echo(json_text({"version": 1, "modules": [r.to_json() for r in results],

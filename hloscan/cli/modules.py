@@ -72,6 +72,28 @@ def select_modules(path: str, modules: list[DumpModule], name: str | None) -> li
 MODULE_OPTION = click.option("--module", "module_name", default=None, metavar="NAME",
                              help="Only the modules with this name (a shell pattern such as 'jit_train*' works), "
                                   "e.g. the program in an --xla_dump_to folder.")
+STAGE_OPTION = click.option("--stage", "stage", type=click.Choice(list(STAGES)), default=None,
+                            help="Only the dump files of this compilation stage (by their file name).")
+
+
+def module_matches(name: str | None, pattern: str | None) -> bool:
+    return pattern is None or name is None or name == pattern or fnmatch.fnmatchcase(name, pattern)
+
+
+def other_stage(path: str, stage: str | None) -> bool:
+    """A dump file of another stage than `--stage` asks for (files with no stage in their name are kept)."""
+    found = stage_of(path)
+    return stage is not None and found is not None and found != stage
+
+
+def refuse_unmatched(label: str, names: list[str], pattern: str | None) -> None:
+    """`--module` that names no module of the input: exit 2 with the names there are."""
+    if pattern is None or any(module_matches(n, pattern) for n in names):
+        return
+    names = sorted(set(names))
+    shown = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
+    click.echo(f"{label}: no module named {pattern!r}; modules: {shown}", err=True)
+    sys.exit(EXIT_ERROR)
 
 
 # ---------------------------------------------------------------------------------------------- matching
