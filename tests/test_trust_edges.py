@@ -340,3 +340,15 @@ def test_module_and_stage_choose_what_check_hbm_and_graph_look_at(tmp_path: Path
     out = tmp_path / "g.dot"
     assert hloscan("graph", "--module", "jit_*", str(DEMO), "--finding", "1", "-o", str(out)).returncode == 0
     assert hloscan("graph", "--module", "nope", str(DEMO), "--finding", "1", "-o", str(out)).returncode == 2
+
+
+def test_diff_prints_aliasing_as_xla_does_not_as_python_reprs(tmp_path: Path) -> None:
+    """21: `diff` printed Python dict reprs for a changed aliasing."""
+    base = ("HloModule m, input_output_alias={ {}: (0, {}, may-alias) }, "
+            "entry_computation_layout={(f32[8]{0})->f32[8]{0}}\n\nENTRY e {\n  p = f32[8]{0} parameter(0)\n"
+            "  ROOT n = f32[8]{0} negate(p)\n}\n")
+    old, new = tmp_path / "old.hlo.txt", tmp_path / "new.hlo.txt"
+    old.write_text(base)
+    new.write_text(base.replace("input_output_alias={ {}: (0, {}, may-alias) }, ", ""))
+    out = hloscan("diff", str(old), str(new)).stdout
+    assert "aliasing: {}: (0, {}, may-alias) -> none" in out and "'output_index'" not in out

@@ -78,6 +78,11 @@ class Alias:
         return {"output_index": list(self.output_index), "parameter": self.parameter,
                 "parameter_index": list(self.parameter_index), "kind": self.kind}
 
+    def text(self) -> str:
+        """As XLA prints it: `{0}: (1, {}, may-alias)`."""
+        index = lambda ix: "{" + ",".join(map(str, ix)) + "}"
+        return f"{index(self.output_index)}: ({self.parameter}, {index(self.parameter_index)}, {self.kind})"
+
 
 def parse_aliases(raw: str | None) -> list[Alias]:
     if not raw:
@@ -362,7 +367,8 @@ def _changes(old: SignatureEntry, new: SignatureEntry) -> list[Change]:
     if old.bytes != new.bytes:
         out.append(Change("bytes", old.bytes, new.bytes))
     if _alias_key(old) != _alias_key(new):
-        out.append(Change("aliasing", [a.to_json() for a in old.aliases], [a.to_json() for a in new.aliases]))
+        out.append(Change("aliasing", "; ".join(a.text() for a in old.aliases) or "none",
+                          "; ".join(a.text() for a in new.aliases) or "none"))
     if old.donated != new.donated:
         out.append(Change("donation", old.donated, new.donated))
     return out
