@@ -139,6 +139,8 @@ def test_non_utf8_file_name_in_other_formats(workdir, fmt):
     result = run("check", "--format", fmt, "-o", "out.txt", str(folder))
     assert result.exit_code == 1, result.output
     text = (workdir / "out.txt").read_bytes().decode("utf-8")
+    if fmt == "json":  # the name is shown escaped, and JSON escapes that backslash again (issue 23 item 18)
+        text = json.loads(text)["files"][0]["path"]
     assert "bad\\xffname.hlo" in text or "bad\\udcffname.hlo" in text
 
 

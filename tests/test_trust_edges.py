@@ -352,3 +352,49 @@ def test_diff_prints_aliasing_as_xla_does_not_as_python_reprs(tmp_path: Path) ->
     new.write_text(base.replace("input_output_alias={ {}: (0, {}, may-alias) }, ", ""))
     out = hloscan("diff", str(old), str(new)).stdout
     assert "aliasing: {}: (0, {}, may-alias) -> none" in out and "'output_index'" not in out
+
+
+# ------------------------------------------------------------------------------------------ 9: progress
+
+
+class _Terminal:
+    """A stand-in for a terminal's stderr: what was written, and isatty()."""
+
+    def __init__(self):
+        self.text = ""
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_loading_draws_the_progress_line_on_a_terminal(monkeypatch) -> None:
+    from hloscan.cli.main import loading
+    from hloscan.lint import scan as scan_module
+    terminal = _Terminal()
+    monkeypatch.setattr(scan_module.Progress, "DELAY", 0.0)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    (loaded,) = list(loading([str(DEMO)]))
+    assert loaded.ok and "parsing offload_output.hlo.txt" in terminal.text
+
+
+@pytest.mark.parametrize("command", [["hbm"], ["memory"], ["parse"], ["signature"],
+                                     ["graph", "--around", "tuple.3", "-o", "OUT"]])
+def test_every_loading_command_reports_progress(command: list[str], monkeypatch, tmp_path: Path) -> None:
+    """9: only `check` showed progress; a big dump takes seconds to read for every command."""
+    from click.testing import CliRunner
+    from hloscan.cli import main
+    from hloscan.lint import scan as scan_module
+    seen: list[str] = []
+    original = scan_module.Progress.reading
+    monkeypatch.setattr(scan_module.Progress, "reading",
+                        lambda self, path, workers=1: (seen.append(path), original(self, path, workers))[1])
+    args = [a.replace("OUT", str(tmp_path / "g.dot")) for a in command]
+    CliRunner().invoke(main, [args[0], str(DEMO), *args[1:]])
+    assert str(DEMO) in seen

@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from hloscan.cli.main import (EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, colour_option, config_options, config_report,
+from hloscan.cli.main import (EXIT_CLEAN, loading, EXIT_ERROR, EXIT_FINDINGS, colour_option, config_options, config_report,
                               family_flags, main, require_selection, require_writable, settings, use_colour)
-from hloscan.hlo.loader import LoadedFile, discover, load_file
+from hloscan.hlo.loader import LoadedFile, discover
 from hloscan.lint import baseline
 from hloscan.lint.engine import ScanResult
 from hloscan.lint.finding import Severity
@@ -41,12 +41,13 @@ def parse(paths: tuple[str, ...], fmt: str, strict: bool | None) -> None:
     status = EXIT_CLEAN
     modules = 0
     documents = []  # --format json: one document, {"version": 1, "files": [...]}, as every other command prints
-    for path, skipped in discover(list(paths)):
-        if skipped is not None:
-            if fmt == "text":
+    found = discover(list(paths))
+    if fmt == "text":
+        for path, skipped in found:
+            if skipped is not None:
                 click.echo(printable(f"{path}: skipped ({skipped})"))
-            continue
-        loaded = load_file(path, strict)
+    for loaded in loading([p for p, skipped in found if skipped is None], strict):
+        path = loaded.path
         modules += len(loaded.modules)
         if not loaded.ok:
             status = EXIT_ERROR

@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from hloscan.cli.main import main
+from hloscan.cli.main import loading, main
+from hloscan.hlo.loader import discover
 from hloscan.cli.modules import MODULE_OPTION, DumpModule, load_modules_or_exit, match_modules, select_modules
 from hloscan.hlo.ir import Module
 from hloscan.lint.files import printable
@@ -17,7 +18,6 @@ from hloscan.analyses.tpu import GENERATIONS, canonical_name
 from hloscan.hlo.ir import Layout
 from hloscan.hlo.layout import (SizeReport, UnsizedShapeError, default_tiling, minor_to_major, physical_bytes,
                                 size_report, with_layout)
-from hloscan.hlo.loader import load
 from hloscan.analyses.layouts.memory_report import human_bytes, memory_report, render_memory
 from hloscan.hlo.parser import HloSyntaxError, parse_shape
 from hloscan.hlo.signature import (Signature, SignatureDiff, diff_signatures, module_signature, render_diff,
@@ -38,11 +38,12 @@ def signature_of(module: Module) -> Signature:
 
 def load_or_exit(path: str) -> list[Module]:
     """Every module of a dump file or folder; an unreadable input prints HLO001 and exits 2."""
-    try:
-        modules = load(path)
-    except HloSyntaxError as exc:
-        click.echo(exc.format(), err=True)
-        sys.exit(EXIT_ERROR)
+    modules = []
+    for loaded in loading([file for file, skipped in discover([path]) if not skipped]):
+        if loaded.error is not None:
+            click.echo(loaded.error.format(), err=True)
+            sys.exit(EXIT_ERROR)
+        modules.extend(loaded.modules)
     if not modules:
         click.echo(f"{path}: no HLO module found", err=True)
         sys.exit(EXIT_ERROR)

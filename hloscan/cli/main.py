@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import click
 
+from hloscan.lint.scan import Progress
 from hloscan.hlo.loader import LoadedFile, discover, load_file
 from hloscan.lint.config import Config, ConfigError, discover_config, load_config, unknown_selectors
 from hloscan.lint.engine import Selection, selected_checks
@@ -246,11 +247,21 @@ def colour_option(func: Callable) -> Callable:
 
 def load_all(paths: tuple[str, ...], strict: bool | None = None) -> list[LoadedFile]:
     """Load every input; a bad file is recorded and the others are still loaded."""
-    loaded = []
-    for path, skipped in discover(list(paths)):
-        if skipped is None:
-            loaded.append(load_file(path, strict))
-    return loaded
+    return list(loading([path for path, skipped in discover(list(paths)) if skipped is None], strict))
+
+
+def loading(files: list[str], strict: bool | None = None):
+    """Each file loaded in turn, with check's progress line on a terminal's stderr once it takes over a
+    second (a 48 MB dump takes seconds to read: hbm, memory, parse, signature and graph show it too)."""
+    bar = Progress(len(files), sys.stderr)
+    try:
+        for path in files:
+            bar.reading(path)
+            loaded = load_file(path, strict)
+            bar.advance()
+            yield loaded
+    finally:
+        bar.close()
 
 
 def load_reporting_errors(paths: tuple[str, ...]) -> tuple[list[LoadedFile], list[LoadedFile]]:

@@ -40,11 +40,10 @@ class DumpModule:
 def load_modules_or_exit(path: str) -> list[DumpModule]:
     """Every module of a file or dump folder with its file and stage; an unreadable file prints HLO001 and
     exits 2; no module at all exits 2."""
+    from hloscan.cli.main import loading  # the progress line every loading command shows
     modules: list[DumpModule] = []
-    for file, skipped in discover([path]):
-        if skipped:
-            continue
-        loaded = load_file(file)
+    for loaded in loading([file for file, skipped in discover([path]) if not skipped]):
+        file = loaded.path
         if loaded.error is not None:
             click.echo(loaded.error.format(), err=True)
             sys.exit(EXIT_ERROR)

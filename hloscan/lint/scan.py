@@ -274,6 +274,7 @@ class Progress:
             self.current = f"{workers} workers"
         else:
             self.current = f"parsing {printable(os.path.basename(path) or path)}{_size_label(path)}"
+        self._draw()  # past the delay, name the new file at once rather than at the next tick
 
     def advance(self, n: int = 1) -> None:
         self.done += n
