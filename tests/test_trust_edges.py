@@ -398,3 +398,55 @@ def test_every_loading_command_reports_progress(command: list[str], monkeypatch,
     args = [a.replace("OUT", str(tmp_path / "g.dot")) for a in command]
     CliRunner().invoke(main, [args[0], str(DEMO), *args[1:]])
     assert str(DEMO) in seen
+
+
+# ------------------------------------------------------------------------------------------ 5: jax inputs
+
+
+JAX_TEXT = """HloModule jit_f, entry_computation_layout={(f32[256,512]{1,0})->f32[256,512]{1,0}}
+
+ENTRY main.1 {
+  x.1 = f32[256,512]{1,0} parameter(0), sharding={replicated}
+  constant.1 = f32[] constant(2)
+  mul.1 = f32[256,512]{1,0} broadcast(constant.1), dimensions={}
+  ROOT mul.2 = f32[256,512]{1,0} multiply(x.1, mul.1)
+}
+"""
+
+
+class _Sharding:
+    def __init__(self, kind):
+        self.memory_kind = kind
+
+
+class _Lowering:
+    compile_args = {"in_shardings": (_Sharding("pinned_host"),)}
+
+
+class _Info:
+    sharding = _Sharding("device")
+
+
+class FakeLowered:
+    """What `jax.jit(f).lower(x)` gives for `x * 2` of an x in pinned_host (jax 0.10.2's text and attributes)."""
+
+    __module__ = "jax._src.stages"
+    _lowering = _Lowering()
+    out_info = (_Info(),)
+
+    def as_text(self, dialect=None):
+        return JAX_TEXT
+
+    def compile(self):
+        raise NotImplementedError
+
+
+def test_the_api_keeps_the_input_memory_kinds_of_a_jax_object() -> None:
+    """5: `hloscan.check(lowered)` of a program computing on a pinned_host parameter gave [] where the CLI on
+    XLA's dump of the same program warns (checked with jax 0.10.2 / libtpu: both now give HLO102 and HLO101,
+    and the compiler raised E1200)."""
+    import hloscan
+    codes = sorted({f.code for f in hloscan.check(FakeLowered(), tpu="v5e")})
+    assert "HLO102" in codes
+    from hloscan.hlo.jax_input import with_host_parameters
+    assert "f32[256,512]{1,0:S(5)}" in with_host_parameters(JAX_TEXT, (0,)).splitlines()[0]

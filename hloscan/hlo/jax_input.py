@@ -47,15 +47,89 @@ def program_of(obj: Any) -> JaxProgram:
         leaves = [getattr(info, "sharding", None) for info in _flat(getattr(obj, "out_info", None))]
     if not isinstance(text, str):
         raise TypeError(f"jax {kind}.as_text() returned {type(text).__name__}, not text")
+    host_inputs = _host_outputs(_input_shardings(obj))
+    if host_inputs:
+        # jax's HLO text drops memory kinds; XLA's own dump of the same program says S(5) for these
+        # parameters, and the checks read it there: restore it, so the API and the CLI agree.
+        text = with_host_parameters(text, host_inputs)
     return JaxProgram(text, f"<jax {kind} {_module_name(text)}>", _host_outputs(leaves))
+
+
+def _input_shardings(obj: Any) -> list[Any]:
+    """The flat input shardings of a Compiled (public) or a Lowered (its lowering's compile arguments, the
+    only place this jax version keeps them); [] when neither says."""
+    try:
+        if _is_compiled(obj):
+            shardings = getattr(obj, "input_shardings", None)
+            if isinstance(shardings, tuple) and len(shardings) == 2 and isinstance(shardings[1], dict):
+                shardings = shardings[0]  # (args, kwargs)
+            return _flat(shardings)
+        lowering = getattr(obj, "_lowering", None)
+        args = getattr(lowering, "compile_args", None) or {}
+        return _flat(args.get("in_shardings")) if isinstance(args, dict) else []
+    except Exception:  # noqa: BLE001 - an unknown jax version only loses the memory kinds, never the check
+        return []
+
+
+def with_host_parameters(text: str, host: tuple[int, ...]) -> str:
+    """`text` with memory space S(5) added to the listed entry parameters' layouts in
+    `entry_computation_layout` (parameters printed without a layout are left as they are)."""
+    key = "entry_computation_layout={("
+    start = text.find(key)
+    if start < 0:
+        return text
+    params_start = start + len(key)
+    depth, pos = 0, params_start
+    while pos < len(text):
+        ch = text[pos]
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            if depth == 0:
+                break
+            depth -= 1
+        pos += 1
+    params = _split_top_level(text[params_start:pos])
+    wanted = set(host)
+    params = [_host_layout(p) if i in wanted else p for i, p in enumerate(params)]
+    return text[:params_start] + ", ".join(params) + text[pos:]
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _host_layout(param: str) -> str:
+    if not param.endswith("}") or "S(" in param[param.rfind("{"):]:
+        return param
+    layout_start = param.rfind("{")
+    layout = param[layout_start + 1:-1]
+    layout += "S(5)" if ":" in layout else ":S(5)"
+    return param[:layout_start] + "{" + layout + "}"
 
 
 def _flat(tree: Any) -> list[Any]:
     """Pytree leaves in jax's output order (the order of the entry's output tuple); None stays a leaf."""
     if tree is None:
         return []
-    import jax  # noqa: PLC0415 - the caller handed us a jax object, so jax is loaded already
-
+    try:
+        import jax  # noqa: PLC0415 - the caller handed us a jax object, so jax is loaded already
+    except ImportError:  # a stand-in object (tests): tuples, lists and dicts in order
+        if isinstance(tree, dict):
+            return [leaf for key in sorted(tree) for leaf in _flat(tree[key])]
+        if isinstance(tree, (tuple, list)):
+            return [leaf for item in tree for leaf in _flat(item)]
+        return [tree]
     return jax.tree_util.tree_leaves(tree, is_leaf=lambda x: x is None)
 
 
