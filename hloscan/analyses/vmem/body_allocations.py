@@ -1,5 +1,5 @@
-"""Scoped VMEM a kernel body takes itself (mosaic/body.py reads the facts): its allocations, sized with the
-generation's tiling, and the values it keeps across reductions.
+"""Scoped VMEM a kernel body takes itself (mosaic/body.py reads the facts): its allocations, sized with
+Mosaic's tiling of them (the same on every generation measured), and the values it keeps across reductions.
 
 The allocations are exact (the compiler's allocation list has one entry per `memref.alloca` the code uses,
 of the tiled size); their peak over the `tpu.region` tree is what the figure holds. The held values are an
@@ -8,9 +8,6 @@ allowance: the register allocator spills them, and how much stays in the 64 vreg
 
 from __future__ import annotations
 
-import math
-
-from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.allowance import Allowance, Spread
 from hloscan.analyses.vmem.mosaic.body import Alloca, BodyFacts, Scope
 from hloscan.analyses.vmem.tiling import LANES, padded_bytes, vmem_sublane_tile
@@ -27,39 +24,35 @@ _HELD_MIN_BYTES = 64 * 1024
 
 
 def alloca_tile(alloca: Alloca) -> tuple[int, int]:
-    """The (sublanes, lanes) tile Mosaic gives an allocation (see alloca_bytes)."""
+    """The (sublanes, lanes) tile Mosaic gives an allocation (infer_memref_layout): a 32-bit buffer no wider
+    than 128 lanes is laid out untiled, one row per 128 lanes (a (bn, 1) f32 statistic takes bn x 512 bytes);
+    anything else gets the sublane tile of a VMEM block."""
     shape = alloca.shape
     if alloca.bits == 32 and len(shape) >= 2 and shape[-1] <= LANES:
         return (1, LANES)
     return (vmem_sublane_tile(alloca.bits, shape[-2] if len(shape) >= 2 else 1), LANES)
 
 
-def alloca_bytes(alloca: Alloca, gen: TpuGeneration) -> int:
-    """VMEM bytes of one allocation as Mosaic tiles it (infer_memref_layout): a 32-bit buffer no wider than
-    128 lanes is laid out untiled, one row per 128 lanes (a (bn, 1) f32 statistic takes bn x 512 bytes);
-    anything else gets the sublane tile of a VMEM block."""
+def alloca_bytes(alloca: Alloca) -> int:
+    """VMEM bytes of one allocation, tiled as `alloca_tile` says (0 outside VMEM)."""
     if alloca.space not in (None, "vmem") or not alloca.shape:
         return 0
-    shape = alloca.shape
-    if alloca.bits == 32 and len(shape) >= 2 and shape[-1] <= LANES:
-        return math.prod(shape[:-1]) * LANES * 4
-    rows = shape[-2] if len(shape) >= 2 else 1
-    return padded_bytes(shape, alloca.bits, vmem_sublane_tile(alloca.bits, rows), compact_columns=False)
+    return padded_bytes(alloca.shape, alloca.bits, alloca_tile(alloca)[0], compact_columns=False)
 
 
 def counted(alloca: Alloca) -> bool:
     return alloca.space in (None, "vmem") and not alloca.forwarded
 
 
-def scope_peak(scope: Scope, gen: TpuGeneration) -> int:
+def scope_peak(scope: Scope) -> int:
     """The most bytes of allocations live at once: a region's own allocations stay until it closes, the
     regions it runs one after the other take turns."""
-    own = sum(alloca_bytes(a, gen) for a in scope.allocas if counted(a))
-    return own + max((scope_peak(child, gen) for child in scope.children), default=0)
+    own = sum(alloca_bytes(a) for a in scope.allocas if counted(a))
+    return own + max((scope_peak(child) for child in scope.children), default=0)
 
 
-def body_peak(body: BodyFacts | None, gen: TpuGeneration) -> int:
-    return scope_peak(body.scope, gen) if body is not None else 0
+def body_peak(body: BodyFacts | None) -> int:
+    return scope_peak(body.scope) if body is not None else 0
 
 
 def held_values_allowance(body: BodyFacts | None) -> Allowance | None:

@@ -390,14 +390,14 @@ def _internal_allowances(kernel: MosaicKernel, blocks: list[BlockEstimate], conf
         found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
         if found is not None:
             break
-    # Kernels that DMA some inputs themselves (ragged/paged attention) keep the register-file rule below;
-    # the per-generation fit is for kernels whose every input arrives through a VMEM window.
     # Attention kernels (exp() of dot results) keep their score matrices across the softmax's max: the
     # attention rules were fitted on them (per generation, with the unrolled key blocks, and no allowance
     # where their measurements showed no consistent one: small and backward blocks). Every other kernel gets
     # the body-level rule for values kept across a reduction.
     if not (kernel.uses("math.exp") and kernel.uses("tpu.matmul")):
         return [a for a in (found, body_allocations.held_values_allowance(kernel.body)) if a is not None]
+    # Kernels that DMA some inputs themselves (ragged/paged attention) keep the register-file rule below;
+    # the per-generation fit is for kernels whose every input arrives through a VMEM window.
     manual_dma = any(b.role == "input" and b.memory_space in ("any", "hbm") for b in blocks)
     scores = spilled_scores_scratch(kernel) if manual_dma else attention_scores_scratch(kernel, gen)
     return [a for a in (found, scores) if a is not None]
@@ -528,7 +528,7 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
         separate=sum(b.padded_bytes for b in scratch if b.memory_space == "vmem" and not b.counted),
         allowances=allowances,
         notes=notes,
-        body=body_allocations.body_peak(kernel.body, gen),
+        body=body_allocations.body_peak(kernel.body),
     )
 
 
@@ -540,7 +540,7 @@ def _alloca_blocks(kernel: MosaicKernel, gen: TpuGeneration) -> list[BlockEstima
     blocks = []
     for i, a in enumerate(kernel.body.allocas):
         dtype = _MEMREF_TO_HLO.get(a.element, a.element)
-        size = body_allocations.alloca_bytes(a, gen)
+        size = body_allocations.alloca_bytes(a)
         if a.space not in (None, "vmem"):
             note = "not VMEM"
         elif a.forwarded:

@@ -23,7 +23,8 @@ def dtype_bits(dtype: str) -> int:
     return ELEMENT_BITS.get(dtype, 32) or 32
 
 
-def _packing(bits: int) -> int:
+def lane_packing(bits: int) -> int:
+    """How many values of `bits` share one 32-bit lane (1 for 32-bit, 2 for bf16, 4 for int8)."""
     return max(1, 32 // max(bits, 1))
 
 
@@ -35,7 +36,7 @@ def vmem_sublane_tile(bits: int, rows: int) -> int:
     bf16[66, 256] block of a 3x3 stencil's padded image took 72 rows in the compiler's allocation list, not
     80); short blocks start at one packed row group and double until they cover min(rows, 8).
     """
-    packing = _packing(bits)
+    packing = lane_packing(bits)
     large = 8 * packing
     if rows >= large and rows % large == 0:
         return large
@@ -53,7 +54,7 @@ def hbm_sublane_tile(bits: int, rows: int) -> int:
     8/4-bit arrays take the large tile (32/64) when the second-minor dim is a multiple of it (the oracle:
     s8[1600,300] and s8[2048,2048] are T(32,128), s8[1000,40] and s8[40,129] are T(8,128)).
     """
-    packing = _packing(bits)
+    packing = lane_packing(bits)
     if packing >= 4 and rows % (8 * packing) == 0:
         return 8 * packing
     if rows <= 2 and packing <= 2:
@@ -75,7 +76,7 @@ def padded_bytes(shape: Sequence[int], bits: int, sublane_tile: int, compact_col
     if compact_columns and len(dims) >= 2 and dims[-1] == 1:
         dims = [math.prod(dims[:-1])]
     if len(dims) == 1:
-        elements = round_up(dims[0], LANES * 8 if dims[0] > LANES else LANES * _packing(bits))
+        elements = round_up(dims[0], LANES * 8 if dims[0] > LANES else LANES * lane_packing(bits))
     else:
         lead = math.prod(dims[:-2])
         elements = lead * round_up(dims[-2], sublane_tile) * round_up(dims[-1], LANES)

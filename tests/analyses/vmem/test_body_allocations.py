@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from corpus import FIXTURES, rows_by_case, tsv_rows
-from hloscan.analyses.tpu import MIB, generation
+from hloscan.analyses.tpu import MIB
 from hloscan.analyses.vmem.allowance import measured_spread
 from hloscan.analyses.vmem.body_allocations import HELD_SPREAD, body_peak
 from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
@@ -44,12 +44,11 @@ def _figure(case: str) -> int:
 
 
 def test_nested_regions_add_up_and_siblings_share_their_space() -> None:
-    gen = generation("v5e")
     nested = _kernel("v5e__pallas__scoped_nested_bf16_2048_1024").body
     siblings = _kernel("v5e__pallas__scoped_siblings_bf16_2048_1024").body
     assert [a.shape for a in nested.allocas] == [(2048, 2048), (1024, 2048)]
-    assert body_peak(nested, gen) == 12 * MIB  # the compiler: 12.2 MiB with its 0.12 MiB output window
-    assert body_peak(siblings, gen) == 8 * MIB  # the compiler: 8.15 MiB
+    assert body_peak(nested) == 12 * MIB  # the compiler: 12.2 MiB with its 0.12 MiB output window
+    assert body_peak(siblings) == 8 * MIB  # the compiler: 8.15 MiB
     for case in ("v5e__pallas__scoped_nested_bf16_2048_1024", "v5e__pallas__scoped_siblings_bf16_2048_1024"):
         (k,) = estimate_module(_module(case), "v5e", None)
         assert abs(k.estimate.predicted_bytes - _figure(case)) <= 0.02 * _figure(case)
@@ -60,14 +59,14 @@ def test_a_temporary_read_back_in_straight_line_code_is_forwarded() -> None:
     in_when = _kernel("v6e__pallas__scoped_temp_when_bf16_512x1024").body
     assert [a.forwarded for a in straight.allocas] == [True]
     assert [a.forwarded for a in in_when.allocas] == [False]
-    assert body_peak(straight, generation("v5e")) == 0
-    assert body_peak(in_when, generation("v6e")) == 2 * MIB  # the compiler's 'scoped memory' allocation
+    assert body_peak(straight) == 0
+    assert body_peak(in_when) == 2 * MIB  # the compiler's 'scoped memory' allocation
 
 
 def test_inner_pipeline_buffers_count_their_buffering() -> None:
     body = _kernel("v5p__pallas__inner_mm_bf16_512x1024x512_b3").body
     assert [a.shape for a in body.allocas] == [(3, 512, 1024), (2, 1024, 512), (2, 512, 512)]
-    assert body_peak(body, generation("v5p")) == 7 * MIB  # the allocation list: 3 + 2 + 2 MiB
+    assert body_peak(body) == 7 * MIB  # the allocation list: 3 + 2 + 2 MiB
 
 
 # ------------------------------------------------------------------------------------------ held values

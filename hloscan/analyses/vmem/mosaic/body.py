@@ -22,8 +22,8 @@ Two kinds of scoped VMEM that no window or scratch operand shows:
   spilled the peak of these values within 0.2-0.45 MiB, on v5e, v5p, v6e and v7x alike; f32 inputs (no
   upcast) spilled nothing.
 
-Both are facts of the body, independent of the TPU generation; the estimate sizes the allocations with the
-generation's tiling (`alloca_bytes`).
+Both are facts of the body, independent of the TPU generation; body_allocations.alloca_bytes sizes the
+allocations with Mosaic's tiling.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any, Iterator
 
 from hloscan.analyses.vmem.mosaic.bytecode import (Block, BlockArg, OpResult, Operation, Region, ShapedType, scalar_bits,
                                                    type_text)
+from hloscan.analyses.vmem.tiling import lane_packing, padded_bytes
 
 # Ops that only re-view a memref: a use through them is a use of the allocation.
 _VIEW_SUFFIXES = ("memref_slice", "memref_squeeze", "memref_reshape", "memref_bitcast", "reinterpret_cast",
@@ -57,7 +58,6 @@ _WAIT_SUFFIXES = ("wait_dma", "wait_dma2", "sem_wait", "semaphore_wait", "wait_i
 _REGION = "tpu.region"
 _ALLOCA = "memref.alloca"
 _VREG_ROWS = 8
-_LANES = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,17 +114,11 @@ class BodyFacts:
 
 
 def vreg_bytes(shape: tuple[int, ...], bits: int) -> int:
-    """Bytes of a vector value held in vregs: (8 x packing, 128) tiles over its last two dimensions."""
-    dims = list(shape) or [1]
-    if len(dims) == 1:
-        dims = [1] + dims
-    packing = max(1, 32 // max(bits, 1))
-    rows = _VREG_ROWS * packing
-    lead = 1
-    for d in dims[:-2]:
-        lead *= d
-    tiles = lead * -(-dims[-2] // rows) * -(-dims[-1] // _LANES)
-    return tiles * _VREG_ROWS * _LANES * 4
+    """Bytes of a vector value held in vregs: whole (8 x packing, 128) tiles over its last two dimensions (a
+    rank-1 value takes one row of vregs)."""
+    dims = tuple(shape) or (1,)
+    return padded_bytes((1,) + dims if len(dims) == 1 else dims, bits, _VREG_ROWS * lane_packing(bits),
+                        compact_columns=False)
 
 
 def read_body(main: Operation) -> BodyFacts:
@@ -238,7 +232,7 @@ def _constant_indices(op: Operation) -> bool:
             continue  # the stored value
         if isinstance(value, OpResult) and isinstance(_type(value), ShapedType):
             continue  # the ref (or a view of it)
-        if isinstance(value, BlockArg) or isinstance(value, OpResult):
+        if value is not None:  # an index computed at run time, or a block argument
             return False
     return True
 
@@ -314,7 +308,7 @@ def _held_in_block(operations: list[Operation]) -> tuple[list[HeldValue], int, i
             consumes[id(op)] = combine(op)  # a reduction or a store reads its inputs as soon as they exist
             continue
         later = [consumes.get(id(u)) for k in keys for u in users.get(k, [])]
-        if keys and later and all(c is not None for c in later):
+        if later and all(c is not None for c in later):
             for k in keys:
                 if phase[k] is not None:
                     phase[k] = max(phase[k], min(later))
@@ -387,9 +381,9 @@ def _across_control_flow(operations: list[Operation], inputs_of: dict[int, list[
     for i, op in enumerate(operations):
         if not op.regions:
             continue
-        live = [k for k in defined if defined[k] < i < last_use[k]]
-        peak = max(peak, sum(_held(values[k], (0, 0), "control flow").bytes for k in live))
-        held.extend(_held(values[k], (0, 0), "control flow") for k in live)
+        live = [_held(values[k], (0, 0), "control flow") for k in defined if defined[k] < i < last_use[k]]
+        peak = max(peak, sum(h.bytes for h in live))
+        held.extend(live)
     return held, peak
 
 
