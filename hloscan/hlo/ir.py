@@ -14,7 +14,7 @@ from itertools import chain, compress
 from operator import attrgetter
 from typing import Iterator, NamedTuple
 
-from hloscan.hlo.attrs import split_attributes, unquote
+from hloscan.hlo.attrs import parse_name_list, split_attributes, unquote
 
 # Element types and their widths in bits, as in xla_data.proto (PrimitiveType). `pred` occupies a byte.
 ELEMENT_BITS: dict[str, int] = {
@@ -278,6 +278,14 @@ class Instruction(_InstructionFields):
         if target is None:
             return None
         return unquote(target)
+
+    @property
+    def branch_names(self) -> list[str]:
+        """The computations a conditional calls, in branch order (branch_computations, or true then false)."""
+        names = parse_name_list(self.attr("branch_computations"))
+        if names:
+            return names
+        return [n for n in (self.attr("true_computation"), self.attr("false_computation")) if n]
 
     def to_text(self, percent: bool = True) -> str:
         sigil = "%" if percent else ""

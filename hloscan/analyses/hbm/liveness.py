@@ -553,7 +553,7 @@ class Simulator:
             if callee is None or callee.execution_thread not in (None, "main"):
                 return self._opaque(comp, inst, operands)
             return self._computation(callee, dict(enumerate(operands)))
-        branches = [self._callee(n) for n in _branch_names(inst)]
+        branches = [self._callee(n) for n in inst.branch_names]
         self._use(operands[0] if operands else [])
         out = None
         for i, branch in enumerate(branches):
@@ -672,13 +672,6 @@ def _subtree(tree: Tree, index: tuple[int, ...]) -> Tree | None:
             return None
         tree = tree[i]
     return tree
-
-
-def _branch_names(inst: Instruction) -> list[str]:
-    names = parse_name_list(inst.attr("branch_computations"))
-    if names:
-        return names
-    return [n for n in (inst.attr("true_computation"), inst.attr("false_computation")) if n]
 
 
 def _fusion_in_place(called: Computation, operands: list[Tree], fresh) -> Tree | None:

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Union
 
-from hloscan.hlo.attrs import parse_int_list, parse_name_list
+from hloscan.hlo.attrs import parse_int_list
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 from hloscan.hlo.sharding import Sharding, parse_sharding
 
@@ -61,8 +61,8 @@ ELEMENTWISE_KEEP = frozenset({
 
 
 def partitions(module: Module) -> int:
-    """The module's device count: `num_partitions` (SPMD) times `replica_count` is not what splits arrays;
-    only the partitions do."""
+    """How many devices one array is split across: `num_partitions` (SPMD). Replicas each hold whole
+    arrays, so `replica_count` does not divide them."""
     try:
         return max(1, int(module.attr("num_partitions") or 1))
     except ValueError:
@@ -78,8 +78,8 @@ def from_sharding(s: Sharding, shape: Shape | None, devices: int) -> Split:
 
 
 class Propagation:
-    """Splits of every instruction of the module, in the context of the first call site reaching each
-    computation (jax programs call each computation from one place)."""
+    """Splits of every instruction of the module. A while body and condition are propagated from the first
+    loop reaching them; a called computation or branch from each call site in turn (the last one's splits stay)."""
 
     def __init__(self, module: Module, devices: int):
         self.module = module
@@ -172,7 +172,7 @@ class Propagation:
         return self._pieces_only(inst, operands)
 
     def _control(self, inst: Instruction, operands: list[Factor]) -> Factor:
-        """Loop state and call arguments carry their splits into the body (the first call site only)."""
+        """Loop state and call arguments carry their splits into the called computations."""
         if inst.opcode == "while":
             # The loop state keeps one split per element; what the body writes into it (a scan's stacked
             # residuals, zeros split like the slices updated into them) counts too: twice round the body.
@@ -191,8 +191,7 @@ class Propagation:
                 self._visited.add(cond.name)
                 self._computation(cond, {0: state})
             return state
-        names = ([inst.attr("to_apply")] if inst.opcode == "call" else
-                 _branch_names(inst))
+        names = [inst.attr("to_apply")] if inst.opcode == "call" else inst.branch_names
         result: Factor = self._whole(inst.shape)
         for k, name in enumerate(names):
             # A computation called from several places (jax's dynamic_index_in_dim for every stacked weight)
@@ -316,13 +315,6 @@ def _transposed(src: Split, perm: list[int]) -> Split:
     if src.tiles is None or len(perm) != len(src.tiles):
         return src
     return Split(src.pieces, tuple(src.tiles[p] for p in perm))
-
-
-def _branch_names(inst: Instruction) -> list[str]:
-    names = parse_name_list(inst.attr("branch_computations"))
-    if names:
-        return names
-    return [n for n in (inst.attr("true_computation"), inst.attr("false_computation")) if n]
 
 
 def _rebuild(shape: Shape, leaves) -> Factor:
