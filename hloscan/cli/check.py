@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-from hloscan.lint.files import json_text
-
 import functools
 import sys
 from typing import Any
 
 import click
 
-from hloscan.cli.main import (EXIT_CLEAN, loading, EXIT_ERROR, EXIT_FINDINGS, colour_option, config_options, config_report,
-                              family_flags, main, require_selection, require_writable, settings, use_colour)
+from hloscan.cli.main import (EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, colour_option, config_options, config_report,
+                              family_flags, loading, main, require_selection, require_writable, settings, use_colour)
+from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, refuse_unmatched, stage_inputs
 from hloscan.hlo.loader import LoadedFile, discover
 from hloscan.lint import baseline
 from hloscan.lint.engine import ScanResult
+from hloscan.lint.files import atomic_write, json_text, printable
 from hloscan.lint.finding import Severity
-from hloscan.lint.files import atomic_write, printable
-from hloscan.lint.scan import collect, default_jobs, scan
-from hloscan.reporters import REPORTERS
-from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, other_stage, refuse_unmatched
-from hloscan.reporters import statistics as statistics_reporter
-from hloscan.reporters import text as text_reporter
+from hloscan.lint.scan import default_jobs, scan
+from hloscan.reporters import REPORTERS, statistics as statistics_reporter, text as text_reporter
 from hloscan.reporters.text import skipped_summary
 
 
@@ -128,10 +124,7 @@ def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config
     require_selection(config)
     if config.path is not None and fmt == "text" and not quiet:  # machine formats: their stdout only
         click.echo(f"hloscan: using config {printable(str(config.path))}", err=True)
-    inputs = collect(paths)
-    if stage is not None:
-        inputs.skipped += [(f, f"another stage than --stage {stage}") for f in inputs.files if other_stage(f, stage)]
-        inputs.files = [f for f in inputs.files if not other_stage(f, stage)]
+    inputs = stage_inputs(paths, stage)
     require_writable(output, "--output", inputs.files)
     require_writable(write_baseline, "--write-baseline", inputs.files)
     result = scan(paths, config, strict=strict, jobs=jobs or default_jobs(), progress=None if quiet else sys.stderr,

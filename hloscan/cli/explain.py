@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from hloscan.lint.files import json_text
-
 import re
 import sys
 from dataclasses import dataclass, field
@@ -12,17 +10,18 @@ from typing import Any, Callable
 import click
 
 from hloscan.analyses import xla_errors
-from hloscan.analyses.hbm import analyze_modules
-from hloscan.analyses.hbm import explain as explain_e1000
+from hloscan.analyses.hbm import analyze_modules, explain as explain_e1000
 from hloscan.analyses.host_offload import explain as explain_e1200
 from hloscan.analyses.layouts import explain as e0102
 from hloscan.analyses.vmem import explain as explain_e1001
-from hloscan.cli.main import load_reporting_errors, main
-from hloscan.lint.registry import predicting, related_to
+from hloscan.cli.layout import EXIT_CLEAN, EXIT_ERROR, FORMAT_OPTION, signature_of
+from hloscan.cli.main import main
+from hloscan.cli.modules import DumpModule, load_modules_or_exit
 from hloscan.hlo.ir import Module, Shape
 from hloscan.hlo.layout import minor_to_major
 from hloscan.hlo.signature import SignatureEntry
-from hloscan.cli.layout import EXIT_CLEAN, EXIT_ERROR, FORMAT_OPTION, load_or_exit, signature_of
+from hloscan.lint.files import json_text
+from hloscan.lint.registry import predicting, related_to
 
 _BARE_CODE = re.compile(r"^\s*(?:error_)?E?\d{4}\s*$", re.I)
 
@@ -33,13 +32,18 @@ class Request:
 
     text: str
     dump: str | None
-    _modules: list[Module] | None = field(default=None, repr=False)
+    _loaded: list[DumpModule] | None = field(default=None, repr=False)
+
+    @property
+    def loaded(self) -> list[DumpModule]:
+        """The dump's modules with their files (empty without --dump)."""
+        if self.dump is not None and self._loaded is None:
+            self._loaded = load_modules_or_exit(self.dump)
+        return self._loaded or []
 
     @property
     def modules(self) -> list[Module] | None:
-        if self.dump is not None and self._modules is None:
-            self._modules = load_or_exit(self.dump)
-        return self._modules
+        return [m.module for m in self.loaded] if self.dump is not None else None
 
 
 @dataclass(frozen=True)
@@ -103,19 +107,21 @@ def explain_e1001_message(req: Request) -> Explained | None:
 
 
 def explain_e1000_message(req: Request) -> Explained | None:
-    results = _hbm_results(req.dump, req.text) if req.dump else None
+    results = _hbm_results(req) if req.dump else None
     e = explain_e1000.explain_hbm_oom(req.text, req.modules if req.dump else None, req.dump, results)
     return None if e is None else Explained("E1000", explain_e1000.render_text(e), {"kind": "E1000", **e.to_json()})
 
 
-def _hbm_results(dump: str, text: str) -> list[Any] | None:
+def _hbm_results(req: Request) -> list[Any] | None:
     """The dump's figures as `hloscan hbm DUMP` computes them, for the generation the message names."""
-    oom = explain_e1000.parse_hbm_oom(text)
+    oom = explain_e1000.parse_hbm_oom(req.text)
     if oom is None:
         return None
     gen = oom.generations[0] if oom.generations else None
-    files, _ = load_reporting_errors((dump,))
-    return [r for loaded in files for r in analyze_modules(loaded.modules, loaded.path, gen)]
+    by_file: dict[str, list[Module]] = {}
+    for m in req.loaded:
+        by_file.setdefault(m.path, []).append(m.module)
+    return [r for path, modules in by_file.items() for r in analyze_modules(modules, path, gen)]
 
 
 # Tried in order; the first that recognises the text answers.

@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import difflib
+import re
 import shutil
 import subprocess
 import sys
-import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
-from hloscan.lint.files import write_output as write_file
-from hloscan.cli.main import main
-from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, other_stage, refuse_unmatched
 from hloscan.analyses.host_offload.walk import analyze, is_move_to_device, is_move_to_host
-from hloscan.cli.main import config_options, family_flags, load_all, require_writable, settings
-from hloscan.lint.scan import collect, scan
+from hloscan.cli.main import config_options, family_flags, load_all, main, require_writable, settings
+from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, other_stage, refuse_unmatched, stage_inputs
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Instruction, Module, Shape
 from hloscan.hlo.layout import physical_bytes
+from hloscan.lint.files import write_output as write_file
+from hloscan.lint.scan import scan
 
 EXIT_ERROR = 2
 # A focused view, never the whole module: past this many instructions a diagram stops being readable, so a
@@ -424,9 +423,7 @@ def graph_command(paths, finding_number, around, depth, select, ignore, output, 
         _fail(f"no HLO module in {' '.join(paths)}")
     if finding_number is not None:
         # Numbered as `hloscan check` numbers them, with the same --module / --stage.
-        inputs = collect(paths)
-        inputs.files = [f for f in inputs.files if not other_stage(f, stage)]
-        findings = [f for f in scan(paths, config, keep_modules=True, inputs=inputs).findings
+        findings = [f for f in scan(paths, config, keep_modules=True, inputs=stage_inputs(paths, stage)).findings
                     if module_matches(f.module, module_name)]
         if finding_number > len(findings):
             _fail(f"{' '.join(paths)} has {len(findings)} finding(s); --finding {finding_number} does not exist")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from hloscan.lint.files import json_text
-
 import sys
 
 import click
 
 from hloscan.analyses.hbm import HbmResult, analyze_modules, compiled_for_another_backend, human
-from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, other_stage, refuse_unmatched
 from hloscan.cli.main import config_options, error_json, family_flags, load_reporting_errors, main, settings
+from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, other_stage, refuse_unmatched
+from hloscan.lint.files import json_text
 
 EXIT_CLEAN, EXIT_E1000, EXIT_ERROR = 0, 1, 2
 _KIND_TEXT = {"exact": "exact (XLA's memory-usage report)", "simulated": "simulated (scheduled dump, ~{:.0%})",
@@ -43,8 +42,12 @@ def hbm(paths: tuple[str, ...], fmt: str, no_reports: bool, module_name: str | N
     refuse_unmatched(" ".join(paths), [m.name for f in files for m in f.modules], module_name)
     for loaded in files:
         chosen = [m for m in loaded.modules if module_matches(m.name, module_name)]
-        tpu_modules = [m for m in chosen if not compiled_for_another_backend(m)]
-        other_backend += [f"{loaded.path}: module {m.name}" for m in chosen if m not in tpu_modules]
+        tpu_modules = []
+        for m in chosen:
+            if compiled_for_another_backend(m):
+                other_backend.append(f"{loaded.path}: module {m.name}")
+            else:
+                tpu_modules.append(m)
         results.extend(analyze_modules(tpu_modules, loaded.path, tpu, use_reports=not no_reports))
     if fmt == "json":
         click.echo(json_text({"version": 1, "modules": [r.to_json() for r in results],

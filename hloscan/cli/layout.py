@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-from hloscan.lint.files import json_text
-
 import sys
 from typing import Any
 
 import click
 
-from hloscan.cli.main import loading, main
-from hloscan.hlo.loader import discover
-from hloscan.cli.modules import MODULE_OPTION, DumpModule, load_modules_or_exit, match_modules, select_modules
-from hloscan.hlo.ir import Module
-from hloscan.lint.files import printable
+from hloscan.analyses.layouts.memory_report import human_bytes, memory_report, render_memory
 from hloscan.analyses.tpu import GENERATIONS, canonical_name
-from hloscan.hlo.ir import Layout
+from hloscan.cli.main import main
+from hloscan.cli.modules import DumpModule, MODULE_OPTION, load_modules_or_exit, match_modules, select_modules
+from hloscan.hlo.dump_names import STAGES
+from hloscan.hlo.ir import Layout, Module
 from hloscan.hlo.layout import (SizeReport, UnsizedShapeError, default_tiling, minor_to_major, physical_bytes,
                                 size_report, with_layout)
-from hloscan.analyses.layouts.memory_report import human_bytes, memory_report, render_memory
 from hloscan.hlo.parser import HloSyntaxError, parse_shape
 from hloscan.hlo.signature import (Signature, SignatureDiff, diff_signatures, module_signature, render_diff,
                                    render_signature)
-from hloscan.hlo.dump_names import STAGES
 from hloscan.hlo.source import source_location
+from hloscan.lint.files import json_text, printable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -34,20 +30,6 @@ FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["text", "json
 def signature_of(module: Module) -> Signature:
     """The entry signature with Python source lines resolved from the instructions' metadata."""
     return module_signature(module, resolve_source=source_location)
-
-
-def load_or_exit(path: str) -> list[Module]:
-    """Every module of a dump file or folder; an unreadable input prints HLO001 and exits 2."""
-    modules = []
-    for loaded in loading([file for file, skipped in discover([path]) if not skipped]):
-        if loaded.error is not None:
-            click.echo(loaded.error.format(), err=True)
-            sys.exit(EXIT_ERROR)
-        modules.extend(loaded.modules)
-    if not modules:
-        click.echo(f"{path}: no HLO module found", err=True)
-        sys.exit(EXIT_ERROR)
-    return modules
 
 
 # ---------------------------------------------------------------------------------------------------- size

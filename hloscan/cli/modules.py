@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import click
 
-from hloscan.hlo.ir import Module
-from hloscan.hlo.loader import discover, load_file
+from hloscan.cli.main import loading
 from hloscan.hlo.dump_names import STAGES, stage_of
+from hloscan.hlo.ir import Module
+from hloscan.hlo.loader import discover
+from hloscan.lint.scan import Inputs, collect
 
 EXIT_ERROR = 2
 
@@ -40,7 +42,6 @@ class DumpModule:
 def load_modules_or_exit(path: str) -> list[DumpModule]:
     """Every module of a file or dump folder with its file and stage; an unreadable file prints HLO001 and
     exits 2; no module at all exits 2."""
-    from hloscan.cli.main import loading  # the progress line every loading command shows
     modules: list[DumpModule] = []
     for loaded in loading([file for file, skipped in discover([path]) if not skipped]):
         file = loaded.path
@@ -57,15 +58,8 @@ def load_modules_or_exit(path: str) -> list[DumpModule]:
 def select_modules(path: str, modules: list[DumpModule], name: str | None) -> list[DumpModule]:
     """The modules named `name` (exact, or a shell pattern such as 'jit_train*'); none matching exits 2
     with the names there are."""
-    if name is None:
-        return modules
-    chosen = [m for m in modules if m.name == name or fnmatch.fnmatchcase(m.name, name)]
-    if not chosen:
-        names = sorted({m.name for m in modules})
-        shown = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
-        click.echo(f"{path}: no module named {name!r}; modules: {shown}", err=True)
-        sys.exit(EXIT_ERROR)
-    return chosen
+    refuse_unmatched(path, [m.name for m in modules], name)
+    return [m for m in modules if module_matches(m.name, name)]
 
 
 MODULE_OPTION = click.option("--module", "module_name", default=None, metavar="NAME",
@@ -83,6 +77,16 @@ def other_stage(path: str, stage: str | None) -> bool:
     """A dump file of another stage than `--stage` asks for (files with no stage in their name are kept)."""
     found = stage_of(path)
     return stage is not None and found is not None and found != stage
+
+
+def stage_inputs(paths: tuple[str, ...], stage: str | None) -> Inputs:
+    """The files a scan of `paths` reads, less the dump files of another stage than `--stage` (listed as
+    skipped, with why)."""
+    inputs = collect(paths)
+    if stage is not None:
+        inputs.skipped += [(f, f"another stage than --stage {stage}") for f in inputs.files if other_stage(f, stage)]
+        inputs.files = [f for f in inputs.files if not other_stage(f, stage)]
+    return inputs
 
 
 def refuse_unmatched(label: str, names: list[str], pattern: str | None) -> None:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from hloscan.lint.files import json_text
-
 import re
 import sys
 
 import click
 
 from hloscan.cli.main import main
-from hloscan.lint.registry import TOOL_CODES, Check, all_checks, lookup
+from hloscan.lint.files import json_text
+from hloscan.lint.registry import Check, TOOL_CODES, all_checks, lookup
 from hloscan.lint.stages import PREFERENCES
 
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from hloscan.lint.files import json_text
-
 import sys
 from typing import Any
 
 import click
 
-from hloscan.analyses.vmem.kernels import Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label, mib
-from hloscan.hlo.loader import LoadedFile
 from hloscan.analyses.vmem.estimate import BlockEstimate
+from hloscan.analyses.vmem.kernels import (Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label,
+                                           mib)
 from hloscan.cli.main import config_options, error_json, family_flags, load_reporting_errors, main, settings
+from hloscan.hlo.loader import LoadedFile
+from hloscan.lint.files import json_text
 
 EXIT_CLEAN, EXIT_E1001, EXIT_ERROR = 0, 1, 2
 

@@ -80,9 +80,10 @@ def _special(target: Path) -> bool:
     """A device, FIFO or socket (`-o /dev/null`, `-o /dev/stdout`, a named pipe): written through, never
     replaced by a regular file."""
     try:
-        return not stat.S_ISREG(os.stat(target).st_mode) and not stat.S_ISDIR(os.stat(target).st_mode)
+        mode = os.stat(target).st_mode
     except OSError:
         return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 @contextlib.contextmanager

@@ -524,10 +524,11 @@ class Simulator:
             fresh: set[int] = set()
             cond = self._callee(inst.attr("condition"))
             body = self._callee(inst.attr("body"))
+            sunk: set[int] = set()
             if self.predict and operands and isinstance(operands[0], list):
                 sunk = self._invariant_slots(body, len(operands[0])) if body is not None else set()
                 operands = [self._clone_constants(operands[0], fresh, sunk)] + operands[1:]
-            init = self._materialize_state(operands[0], body) if operands else []
+            init = self._materialize_state(operands[0], sunk) if operands else []
             self._use(init)
             if cond is not None:
                 self._computation(cond, {0: init})
@@ -569,12 +570,12 @@ class Simulator:
             self._union_trees(out, result)
         return out if out is not None else self._opaque(comp, inst, operands)
 
-    def _materialize_state(self, state: Tree, body: Computation | None) -> Tree:
+    def _materialize_state(self, state: Tree, invariant: set[int]) -> Tree:
         """A loop's initial state in buffers, except what XLA's while-loop constant sinking moves into the
-        body: a broadcast of a small value (a mask, -inf) the body only reads, which then fuses there."""
-        if not (self.predict and body is not None and isinstance(state, list)):
+        body: a broadcast of a small value (a mask, -inf) in a slot the body only reads (`invariant`), which
+        then fuses there."""
+        if not (self.predict and isinstance(state, list)):
             return self._materialize(state)
-        invariant = self._invariant_slots(body, len(state))
         return [t if k in invariant and self._sinkable(t) else self._materialize(t) for k, t in enumerate(state)]
 
     def _sinkable(self, tree: Tree) -> bool:
