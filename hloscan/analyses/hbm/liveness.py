@@ -26,6 +26,7 @@ from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 from hloscan.hlo.layout import UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes, with_layout
 from hloscan.hlo.ir import Layout
 from hloscan.hlo.signature import parse_aliases
+from hloscan.analyses.hbm.packing import Interval, packed_heap_bytes
 from hloscan.analyses.hbm.partition import WHOLE, Split, shard_factors
 
 HBM_SPACE = 0
@@ -96,7 +97,8 @@ class BufferLife:
 
 @dataclass
 class Simulation:
-    """Result of one simulation: per-buffer lives plus the peak of the temporaries."""
+    """Result of one simulation: per-buffer lives plus the peak of the temporaries (of a scheduled module:
+    the heap they take at fixed offsets, holes included; `peak_position` is where most bytes are live)."""
 
     buffers: list[BufferLife]
     peak_bytes: int
@@ -317,6 +319,15 @@ class Simulator:
             return src[index] if isinstance(src, list) and index < len(src) else src
         if op == "tuple":
             return list(operands)
+        if op == "copy-done":
+            # copy-start's tuple is (destination, source, context). The source is read until the copy is
+            # done; the copy's value is the destination only (forwarding the whole tuple would make a device
+            # buffer copied to host an output).
+            started = operands[0] if operands else []
+            if not (isinstance(started, list) and len(started) >= 2):
+                return started
+            self._use(started[1])
+            return started[0]
         if op in FORWARDING or (op == "bitcast"):
             return operands[0] if operands else []
         placement = _host_placement(inst)
@@ -617,8 +628,13 @@ class Simulator:
             else:
                 role = "temp"
             lives.append(BufferLife(root, size, start, stop, named, role))
+        temps = [b for b in lives if b.role == "temp"]
         budget = _vmem_for_temporaries(self.generation) if self.predict else 0
-        peak, at = _peak([b for b in lives if b.role == "temp"], budget)
+        peak, at = _peak(temps, budget)
+        if not self.predict:
+            # A scheduled module's temporaries sit at fixed offsets in XLA's heap: the holes count too.
+            heap = packed_heap_bytes(Interval(b.start, b.end, b.bytes) for b in temps)
+            peak = max(peak, heap or 0)
         return Simulation(lives, peak, at, self.positions)
 
 

@@ -101,3 +101,30 @@ ENTRY %main (a: f32[4,256,128], b: f32[1,256,128]) -> f32[] {
     sim = simulate(module, predict=False)
     # %c and %f share one buffer: the peak is one 512 KiB array, not two.
     assert sim.peak_bytes == 4 * TILE
+
+
+OFFLOADED_UPDATE = """HloModule offloaded_update, is_scheduled=true, entry_computation_layout={(f32[256,128]{1,0:T(8,128)}, f32[256,128]{1,0:T(8,128)S(5)})->(f32[256,128]{1,0:T(8,128)S(5)}, f32[256,128]{1,0:T(8,128)})}
+
+ENTRY %main (p: f32[256,128], m: f32[256,128]) -> (f32[256,128], f32[256,128]) {
+  %p = f32[256,128]{1,0:T(8,128)} parameter(0)
+  %m = f32[256,128]{1,0:T(8,128)S(5)} parameter(1)
+  %in-start = (f32[256,128]{1,0:T(8,128)}, f32[256,128]{1,0:T(8,128)S(5)}, u32[]{:S(2)}) copy-start(%m)
+  %in-done = f32[256,128]{1,0:T(8,128)} copy-done(%in-start)
+  %new = f32[256,128]{1,0:T(8,128)} add(%in-done, %p)
+  %out-start = (f32[256,128]{1,0:T(8,128)S(5)}, f32[256,128]{1,0:T(8,128)}, u32[]{:S(2)}) copy-start(%new)
+  %other = f32[256,128]{1,0:T(8,128)} multiply(%p, %p)
+  %out-done = f32[256,128]{1,0:T(8,128)S(5)} copy-done(%out-start)
+  ROOT %r = (f32[256,128]{1,0:T(8,128)S(5)}, f32[256,128]{1,0:T(8,128)}) tuple(%out-done, %other)
+}
+"""
+
+
+def test_a_device_buffer_copied_to_host_is_a_temporary_read_until_the_copy_is_done():
+    module = load_text(OFFLOADED_UPDATE, "offload.txt")[0]
+    sim = simulate(module, predict=False)
+    lives = {b.value.inst.name: b for b in sim.buffers if b.bytes}
+    done = next(k for k, (_, inst) in enumerate(sim.positions) if inst.name == "out-done") + 1
+    # The copy's value is its S(5) destination; its device source is no output of the program.
+    assert lives["new"].role == "temp" and lives["out-start"].role == "host"
+    assert lives["new"].end >= done
+    assert sim.peak_bytes == 2 * TILE  # %in-done and %new, both in HBM at the add
