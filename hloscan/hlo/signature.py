@@ -226,6 +226,12 @@ def _output_instruction(module: Module, shape_index: tuple[int, ...]) -> Instruc
     return inst
 
 
+def entry_parameter_shapes(module: Module) -> list[Shape]:
+    """The entry parameters' shapes with the layouts XLA will use: `entry_computation_layout`'s when it can be
+    read (a before-optimisation dump puts host memory spaces, S(5), only there), else the instructions'."""
+    return _entry_shapes(module, _default_parser())[0]
+
+
 def module_signature(module: Module, parse_shape: ShapeParser | None = None,
                      resolve_source: SourceResolver | None = None) -> Signature:
     """The entry signature: one entry per array leaf of every parameter and of the output."""

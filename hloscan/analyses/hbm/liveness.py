@@ -25,7 +25,7 @@ from hloscan.hlo.attrs import parse_frontend_attributes, parse_name_list
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 from hloscan.hlo.layout import UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes, with_layout
 from hloscan.hlo.ir import Layout
-from hloscan.hlo.signature import parse_aliases
+from hloscan.hlo.signature import entry_parameter_shapes, parse_aliases
 from hloscan.analyses.hbm.packing import Interval, packed_heap_bytes
 from hloscan.analyses.hbm.partition import WHOLE, Split, shard_factors
 
@@ -265,9 +265,12 @@ class Simulator:
 
     def run(self) -> Simulation:
         entry = self.module.entry
+        layouts = entry_parameter_shapes(self.module)
         params = {}
         for number, inst in entry.parameter_instructions.items():
             tree = self._new(inst, entry, inst.shape) if inst.shape is not None else []
+            if number < len(layouts):
+                self._mark_host_leaves(tree, layouts[number])
             params[number] = tree
             self.param_roots.update(self._leaves(tree))
         root = self._computation(entry, params)
@@ -277,6 +280,17 @@ class Simulator:
         self.output_roots.update(self._leaves(root))
         self._apply_io_aliases(params, root)
         return self._lives(end)
+
+    def _mark_host_leaves(self, tree: Tree, layout: Shape) -> None:
+        """Leaves of an entry parameter that the entry layout puts in host memory (S(5): jax's pinned_host
+        arguments) are not HBM, though the parameter instruction of a before-optimisation dump prints no
+        memory space."""
+        if isinstance(tree, int):
+            if layout.is_array and layout.memory_space == HOST_SPACE:
+                self.values[tree].host = True
+        elif isinstance(tree, list) and layout.is_tuple:
+            for sub, sub_layout in zip(tree, layout.tuple_shapes):
+                self._mark_host_leaves(sub, sub_layout)
 
     def _apply_io_aliases(self, params: dict[int, Tree], root: Tree) -> None:
         for alias in parse_aliases(self.module.attr("input_output_alias")):

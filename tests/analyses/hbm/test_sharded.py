@@ -17,8 +17,11 @@ from hloscan.analyses.hbm import analyze_modules
 from hloscan.hlo.loader import load
 
 ORACLE = FIXTURES / "oracle_new"
-# (before within 15%, verdicts agreeing, programs); false E1000 errors must stay 0.
-FLOORS = {"sharded1": (13, 16, 16), "sharded2": (17, 28, 31)}
+# (before within 15%, verdicts agreeing, programs); false E1000 errors must stay 0. Host-offloaded optimizer
+# state (pinned_host arguments) is not HBM since 6873338+1: two opt_host programs that were within 15% only
+# because those arguments were counted in HBM are now under (their device copies of the state are the
+# temporaries the prediction still misses).
+FLOORS = {"sharded1": (12, 16, 16), "sharded2": (16, 29, 31)}
 
 
 def _report_total(case: Path) -> int | None:
@@ -41,7 +44,7 @@ def _stage(case: Path, stage: str) -> Path | None:
 
 @pytest.mark.parametrize("folder", sorted(FLOORS))
 def test_per_device_prediction_before_partitioning(folder: str) -> None:
-    within = agree = total = false_errors = 0
+    within = agree = total = false_errors = checked_args = 0
     for row in tsv_rows(ORACLE / folder / "MANIFEST.tsv"):
         case = ORACLE / folder / row["case"]
         want = _report_total(case)
@@ -56,9 +59,14 @@ def test_per_device_prediction_before_partitioning(folder: str) -> None:
         agree += (r.verdict == "E1000") == oom
         false_errors += r.verdict == "E1000" and r.certainly_over and not oom
         assert r.devices > 1, row["case"]
+        # One device's arguments are compiled.memory_analysis()'s (host-memory arguments excluded).
+        if row["argument_size_in_bytes"]:  # empty for a program that did not compile (OOM)
+            want_args = int(row["argument_size_in_bytes"])
+            assert abs(r.arguments_bytes - want_args) <= 0.005 * want_args, row["case"]
+            checked_args += 1
         print(f"{row['case']:50s} {r.xla_total_bytes / 2**30:7.2f}G vs {want / 2**30:7.2f}G "
               f"{(r.xla_total_bytes - want) / want:+.0%} {r.verdict}")
     floor_within, floor_agree, cases = FLOORS[folder]
     print(f"{folder}: within 15% {within}/{total}, verdicts {agree}/{total}, false errors {false_errors}")
-    assert total == cases
+    assert total == cases and checked_args >= total // 2
     assert within >= floor_within and agree >= floor_agree and false_errors == 0
