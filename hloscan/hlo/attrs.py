@@ -123,11 +123,24 @@ def balanced_counts(text: str) -> bool:
 
 def split_attributes(tail: str) -> Iterator[tuple[str, str]]:
     """Split an instruction's or header's attribute tail (", a=1, b={...}") into (name, raw value)."""
+    name, value = None, ""
     for chunk in split_top_level(tail):
-        m = _ATTR_START.match(chunk)
-        if m is None:
+        if name is not None and _continues_mesh(value, chunk):
+            value += "," + chunk
             continue
-        yield m.group(1), strip_comments_and_space(chunk[m.end() :])
+        if name is not None:
+            yield name, strip_comments_and_space(value)
+        m = _ATTR_START.match(chunk)
+        name, value = (m.group(1), chunk[m.end() :]) if m is not None else (None, "")
+    if name is not None:
+        yield name, strip_comments_and_space(value)
+
+
+def _continues_mesh(value: str, chunk: str) -> bool:
+    """`replica_groups=mesh[...], device_ids=(...) {...}`: the device list after a mesh's top-level comma
+    belongs to the mesh, not to an attribute of its own."""
+    return value.lstrip().startswith("mesh[") and value.rstrip().endswith("]") and \
+        chunk.lstrip().startswith("device_ids=")
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\", "?": "?", "a": "\a", "b": "\b",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -11,6 +12,7 @@ from hloscan.hlo.ir import UNBOUNDED, Instruction, Location, Module, Shape
 from hloscan.hlo.values import hlo_int
 from hloscan.hlo.layout import memory_space_name, minor_to_major, size_report, tiles_text
 from hloscan.hlo.shapes import parse_shape
+from hloscan.hlo.sharding import Sharding, parse_sharding
 
 ShapeParser = Callable[[str], Shape]
 # Hook for Python source resolution from metadata (stack frames, source_file/line); set by the metadata
@@ -117,6 +119,15 @@ class SignatureEntry:
     source: str | None = None
     aliases: tuple[Alias, ...] = ()
     donated: bool = False
+    # Of a module not yet partitioned (num_partitions > 1, before SPMD): one device's shard, as its sharding
+    # cuts the global shape. The runtime checks this size (E0102), not the global one.
+    device_shape: Shape | None = None
+    devices: int = 1
+
+    @property
+    def device_bytes(self) -> int:
+        """The bytes of the buffer one device is passed: its shard's when the module is split, else `bytes`."""
+        return self.bytes if self.device_shape is None else size_report(self.device_shape).bytes
 
     @property
     def shape_text(self) -> str:
@@ -156,6 +167,8 @@ class SignatureEntry:
         }
         if self.kind == "parameter":
             out["donated"] = self.donated
+        if self.device_shape is not None:
+            out.update(devices=self.devices, device_shape=self.device_shape.to_text(), device_bytes=self.device_bytes)
         return out
 
 
@@ -247,19 +260,53 @@ def module_signature(module: Module, parse_shape: ShapeParser | None = None,
     for a in aliases:
         by_parameter.setdefault((a.parameter, a.parameter_index), []).append(a)
         by_output.setdefault(a.output_index, []).append(a)
+    devices = _unpartitioned_devices(module)
     entries = []
     for number, shape in enumerate(params):
         inst = insts.get(number)
-        for index, leaf in shape.leaves():
+        shards = _leaf_shardings(inst, devices)
+        for k, (index, leaf) in enumerate(shape.leaves()):
             leaf_aliases = tuple(by_parameter.get((number, index), ()))
-            entries.append(_entry("parameter", number, index, leaf, inst, module, resolver, leaf_aliases,
-                                  (number, index) in donors or (number, ()) in donors))
+            entry = _entry("parameter", number, index, leaf, inst, module, resolver, leaf_aliases,
+                           (number, index) in donors or (number, ()) in donors)
+            entries.append(_on_device(entry, shards[k] if k < len(shards) else None, devices))
     outputs = []
+    root_shards = _leaf_shardings(module.entry.root, devices)
     for ordinal, (index, leaf) in enumerate(result.leaves() if result is not None else ()):
         inst = _output_instruction(module, index)
         leaf_aliases = tuple(by_output.get(index, ()))
-        outputs.append(_entry("output", ordinal, index, leaf, inst, module, resolver, leaf_aliases, False))
+        entry = _entry("output", ordinal, index, leaf, inst, module, resolver, leaf_aliases, False)
+        outputs.append(_on_device(entry, root_shards[ordinal] if ordinal < len(root_shards) else None, devices))
     return Signature(module.name, tuple(entries), tuple(outputs), source, tuple(warnings))
+
+
+def _unpartitioned_devices(module: Module) -> int:
+    """Devices a module's global shapes are still to be split over: `num_partitions` of a module the SPMD
+    partitioner has not run on (not scheduled); 1 otherwise (its shapes are already one device's)."""
+    if module.attr("is_scheduled") == "true":
+        return 1
+    try:
+        return max(1, int(module.attr("num_partitions") or 1))
+    except ValueError:
+        return 1
+
+
+def _leaf_shardings(inst: Instruction | None, devices: int) -> list[Sharding]:
+    """The sharding of each array leaf of an instruction (empty when unsharded or on one device)."""
+    if devices <= 1 or inst is None:
+        return []
+    try:
+        return parse_sharding(inst.attr("sharding")) or []
+    except ValueError:  # a sharding hloscan cannot read: the entry keeps its global size
+        return []
+
+
+def _on_device(entry: SignatureEntry, sharding: Sharding | None, devices: int) -> SignatureEntry:
+    if sharding is None or sharding.kind != "tiled" or not entry.shape.is_array or sharding.shards <= 1:
+        return entry
+    local = Shape(entry.shape.element_type, sharding.local_dims(entry.shape.dims), entry.shape.dynamic,
+                  entry.shape.layout)
+    return dataclasses.replace(entry, device_shape=local, devices=devices)
 
 
 def _entry(kind: str, number: int, index: tuple[int, ...], leaf: Shape, inst: Instruction | None,
@@ -300,8 +347,8 @@ class EntryDiff:
 
     @property
     def size_differs(self) -> bool:
-        """The runtime would reject the old buffer with E0102 (it checks byte sizes)."""
-        return self.old.bytes != self.new.bytes
+        """The runtime would reject the old buffer with E0102 (it checks one device's byte sizes)."""
+        return self.old.device_bytes != self.new.device_bytes
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.old.kind, "old_index": self.old.index, "new_index": self.new.index,
@@ -481,6 +528,9 @@ def render_signature(sig: Signature) -> str:
                 extra.append(f"op_name={e.op_name}")
             if e.source:
                 extra.append(e.source)
+            if e.device_shape is not None:
+                extra.insert(0, f"per device: {e.device_shape.to_text()} {e.device_bytes} bytes "
+                                f"({e.devices} devices)")
             size = "? bytes (unbounded dimension)" if UNBOUNDED in e.shape.dims else f"{e.bytes} bytes"
             lines.append(f"  {e.label}: {e.shape_text}  {size}" + ("  " + "; ".join(extra) if extra else ""))
     lines += [f"warning: {w}" for w in sig.warnings]

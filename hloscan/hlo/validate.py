@@ -685,7 +685,7 @@ def _check_replica_groups(v: _Thorough, inst: Instruction) -> None:
     m = _IOTA_GROUPS.match(raw)
     if m and _product(m.group(1)) != _product(m.group(2)):
         raise _at(inst, "iota replica group list size does not match the tile assignment dimensions product")
-    mesh = re.match(r"mesh\[(.*?)\]\s*\{(.*?)\}", raw, re.S)
+    mesh = re.match(r"mesh\[(.*?)\](?:\s*,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?\s*\{(.*?)\}", raw, re.S)
     if not mesh:
         return
     axes = re.findall(r"'([^']*)'\s*=", mesh.group(1))

@@ -20,16 +20,25 @@ class SpaceTotals:
     output_bytes: int = 0  # outputs with their own buffers
     output_count: int = 0
     aliased_output_bytes: int = 0
+    # One device's share of parameter_bytes / output_bytes (the same unless the module is still to be split).
+    device_parameter_bytes: int = 0
+    device_output_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
         return self.parameter_bytes + self.output_bytes
 
+    @property
+    def device_total_bytes(self) -> int:
+        return self.device_parameter_bytes + self.device_output_bytes
+
     def to_json(self) -> dict[str, Any]:
         return {"memory_space": self.memory_space, "name": memory_space_name(self.memory_space),
                 "parameter_bytes": self.parameter_bytes, "parameter_count": self.parameter_count,
                 "output_bytes": self.output_bytes, "output_count": self.output_count,
-                "aliased_output_bytes": self.aliased_output_bytes, "total_bytes": self.total_bytes}
+                "aliased_output_bytes": self.aliased_output_bytes, "total_bytes": self.total_bytes,
+                "device_parameter_bytes": self.device_parameter_bytes, "device_output_bytes": self.device_output_bytes,
+                "device_total_bytes": self.device_total_bytes}
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,7 @@ class BufferRow:
         return {"kind": e.kind, "index": e.index, "shape_index": list(e.shape_index), "name": e.name,
                 "op_name": e.op_name, "shape": e.shape_text, "memory_space": e.memory_space,
                 "bytes": e.bytes, "unpadded_bytes": e.unpadded_bytes, "waste_bytes": self.waste_bytes,
-                "waste_fraction": round(self.waste_fraction, 4),
+                "waste_fraction": round(self.waste_fraction, 4), "device_bytes": e.device_bytes,
                 "padding": [p.to_json() for p in self.padding_rows()]}
 
 
@@ -76,9 +85,10 @@ class MemoryReport:
     total_waste_bytes: int  # over all entry buffers, not only the listed ones
     waste_threshold: float
     min_waste_bytes: int
+    devices: int = 1  # > 1: a module not yet partitioned, whose buffers are split over this many devices
 
     def to_json(self) -> dict[str, Any]:
-        return {"module": self.module, "memory_spaces": [s.to_json() for s in self.spaces],
+        return {"module": self.module, "devices": self.devices, "memory_spaces": [s.to_json() for s in self.spaces],
                 "largest": [r.to_json() for r in self.largest], "waste": [r.to_json() for r in self.waste],
                 "total_waste_bytes": self.total_waste_bytes, "waste_threshold": self.waste_threshold,
                 "min_waste_bytes": self.min_waste_bytes}
@@ -89,6 +99,7 @@ def _space_totals(sig: Signature) -> tuple[SpaceTotals, ...]:
     for e in sig.parameters:
         t = acc.setdefault(e.memory_space, {})
         t["parameter_bytes"] = t.get("parameter_bytes", 0) + e.bytes
+        t["device_parameter_bytes"] = t.get("device_parameter_bytes", 0) + e.device_bytes
         t["parameter_count"] = t.get("parameter_count", 0) + 1
     for e in sig.outputs:
         t = acc.setdefault(e.memory_space, {})
@@ -96,6 +107,7 @@ def _space_totals(sig: Signature) -> tuple[SpaceTotals, ...]:
         t[key] = t.get(key, 0) + e.bytes
         if not e.aliases:
             t["output_count"] = t.get("output_count", 0) + 1
+            t["device_output_bytes"] = t.get("device_output_bytes", 0) + e.device_bytes
     return tuple(SpaceTotals(space, **fields) for space, fields in sorted(acc.items()))
 
 
@@ -118,8 +130,9 @@ def memory_report(source: Module | Signature, top: int = 10, waste_threshold: fl
     waste = [r for r in rows if r.waste_bytes > 0 and r.waste_fraction >= waste_threshold
              and r.waste_bytes >= min_waste_bytes]
     waste.sort(key=lambda r: (-r.waste_bytes, -r.waste_fraction))
+    devices = max((e.devices for e in sig.parameters + sig.outputs), default=1)
     return MemoryReport(sig.module, _space_totals(sig), tuple(largest), tuple(waste),
-                        sum(r.waste_bytes for r in rows), waste_threshold, min_waste_bytes)
+                        sum(r.waste_bytes for r in rows), waste_threshold, min_waste_bytes, devices)
 
 
 def human_bytes(n: int) -> str:
@@ -136,9 +149,15 @@ def render_memory(report: MemoryReport) -> str:
         lines.append(f"  S({s.memory_space}) {memory_space_name(s.memory_space)}: parameters "
                      f"{human_bytes(s.parameter_bytes)} ({s.parameter_count}), outputs {human_bytes(s.output_bytes)} "
                      f"({s.output_count}){alias}, total {human_bytes(s.total_bytes)}")
+        if report.devices > 1:
+            lines.append(f"    per device ({report.devices} devices, as the shardings split them): parameters "
+                         f"{human_bytes(s.device_parameter_bytes)}, outputs {human_bytes(s.device_output_bytes)}, "
+                         f"total {human_bytes(s.device_total_bytes)}")
     if report.largest:
         lines.append("largest buffers:")
-        lines += [f"  {r.entry.label}: {r.entry.shape_text} {human_bytes(r.entry.bytes)}" for r in report.largest]
+        lines += [f"  {r.entry.label}: {r.entry.shape_text} {human_bytes(r.entry.bytes)}"
+                  + (f" ({human_bytes(r.entry.device_bytes)} per device)" if r.entry.device_shape is not None else "")
+                  for r in report.largest]
     lines.append(f"padding waste >= {report.waste_threshold:.0%}"
                  + (f" and >= {human_bytes(report.min_waste_bytes)}" if report.min_waste_bytes else "")
                  + f" (all entry buffers: {human_bytes(report.total_waste_bytes)}):")

@@ -15,6 +15,8 @@ import pytest
 from corpus import FIXTURES, tsv_rows
 from hloscan.analyses.hbm import analyze_modules
 from hloscan.hlo.loader import load
+from hloscan.analyses.layouts.memory_report import memory_report
+from hloscan.hlo.signature import diff_signatures, module_signature
 
 ORACLE = FIXTURES / "oracle_new"
 # (before within 15%, verdicts agreeing, programs); false E1000 errors must stay 0. Host-offloaded optimizer
@@ -70,3 +72,30 @@ def test_per_device_prediction_before_partitioning(folder: str) -> None:
     print(f"{folder}: within 15% {within}/{total}, verdicts {agree}/{total}, false errors {false_errors}")
     assert total == cases and checked_args >= total // 2
     assert within >= floor_within and agree >= floor_agree and false_errors == 0
+
+
+@pytest.mark.parametrize("folder", sorted(FLOORS))
+def test_signature_per_device_sizes_before_partitioning_equal_the_compiled_ones(folder: str) -> None:
+    """The E0102 sizes of a sharded program: each parameter and output of the before-optimization module, cut
+    as its sharding says, has the bytes of the compiled (partitioned) module's buffer for one device."""
+    compared = 0
+    for case in sorted((ORACLE / folder).glob("*__programs__*")):
+        before, after = _stage(case, "before_optimizations"), _stage(case, "after_optimizations")
+        if before is None or after is None or not load(after):
+            continue  # a program the compiler rejected has no after-optimization module
+        old, new = (module_signature(max(load(p), key=lambda m: len(m.entry.instructions))) for p in (before, after))
+        assert len(old.parameters) == len(new.parameters) and len(old.outputs) == len(new.outputs), case.name
+        for o, n in zip(old.parameters + old.outputs, new.parameters + new.outputs):
+            assert (o.device_bytes, o.label) == (n.bytes, o.label), case.name
+            compared += 1
+        assert not diff_signatures(old, new).e0102_risks, case.name
+        # `hloscan memory`'s per-device totals are the compiled module's totals, space by space.
+        per_device = {t.memory_space: (t.device_parameter_bytes, t.device_output_bytes)
+                      for t in memory_report(old).spaces}
+        assert per_device == {t.memory_space: (t.parameter_bytes, t.output_bytes) for t in memory_report(new).spaces}
+        assert memory_report(old).devices > 1 and memory_report(new).devices == 1
+        split = [e for e in old.parameters if e.device_shape is not None]
+        # A shard can keep the padded size of the whole (a split dim inside one tile); most are smaller.
+        assert split and all(e.devices > 1 and e.device_bytes <= e.bytes for e in split), case.name
+        assert any(e.device_bytes < e.bytes for e in split), case.name
+    assert compared > 1000
