@@ -43,6 +43,21 @@ class Sharding:
 REPLICATED = Sharding("replicated")
 
 
+def num_partitions(module) -> int:
+    """How many devices one array is split across: `num_partitions` (SPMD). Replicas each hold whole
+    arrays, so `replica_count` does not divide them."""
+    try:
+        return max(1, int(module.attr("num_partitions") or 1))
+    except ValueError:
+        return 1
+
+
+def unpartitioned_devices(module) -> int:
+    """Devices a module's global shapes are still to be split over: `num_partitions` of a module the SPMD
+    partitioner has not run on (not scheduled); 1 otherwise (its shapes are already one device's)."""
+    return 1 if module.attr("is_scheduled") == "true" else num_partitions(module)
+
+
 def parse_sharding(text: str | None) -> list[Sharding] | None:
     """The sharding of each leaf of an instruction's shape (one entry for an array), or None when absent."""
     if text is None:

@@ -12,7 +12,7 @@ from hloscan.hlo.ir import UNBOUNDED, Instruction, Location, Module, Shape
 from hloscan.hlo.values import hlo_int
 from hloscan.hlo.layout import memory_space_name, minor_to_major, size_report, tiles_text
 from hloscan.hlo.shapes import parse_shape
-from hloscan.hlo.sharding import Sharding, parse_sharding
+from hloscan.hlo.sharding import Sharding, parse_sharding, unpartitioned_devices
 
 ShapeParser = Callable[[str], Shape]
 # Hook for Python source resolution from metadata (stack frames, source_file/line); set by the metadata
@@ -260,7 +260,7 @@ def module_signature(module: Module, parse_shape: ShapeParser | None = None,
     for a in aliases:
         by_parameter.setdefault((a.parameter, a.parameter_index), []).append(a)
         by_output.setdefault(a.output_index, []).append(a)
-    devices = _unpartitioned_devices(module)
+    devices = unpartitioned_devices(module)
     entries = []
     for number, shape in enumerate(params):
         inst = insts.get(number)
@@ -280,25 +280,11 @@ def module_signature(module: Module, parse_shape: ShapeParser | None = None,
     return Signature(module.name, tuple(entries), tuple(outputs), source, tuple(warnings))
 
 
-def _unpartitioned_devices(module: Module) -> int:
-    """Devices a module's global shapes are still to be split over: `num_partitions` of a module the SPMD
-    partitioner has not run on (not scheduled); 1 otherwise (its shapes are already one device's)."""
-    if module.attr("is_scheduled") == "true":
-        return 1
-    try:
-        return max(1, int(module.attr("num_partitions") or 1))
-    except ValueError:
-        return 1
-
-
 def _leaf_shardings(inst: Instruction | None, devices: int) -> list[Sharding]:
     """The sharding of each array leaf of an instruction (empty when unsharded or on one device)."""
     if devices <= 1 or inst is None:
         return []
-    try:
-        return parse_sharding(inst.attr("sharding")) or []
-    except ValueError:  # a sharding hloscan cannot read: the entry keeps its global size
-        return []
+    return parse_sharding(inst.attr("sharding")) or []
 
 
 def _on_device(entry: SignatureEntry, sharding: Sharding | None, devices: int) -> SignatureEntry:

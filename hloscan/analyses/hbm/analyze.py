@@ -15,7 +15,8 @@ from hloscan.hlo.source import source_location
 from hloscan.analyses.hbm.capacity import DEFAULT_GENERATION, capacity_bytes, verdict
 from hloscan.analyses.hbm.liveness import HBM_SPACE, BufferLife, Simulation, simulate
 from hloscan.analyses.hbm.model import HbmResult, LiveBuffer
-from hloscan.analyses.hbm.partition import partitions, sharding_summary
+from hloscan.analyses.hbm.partition import sharding_summary
+from hloscan.hlo.sharding import unpartitioned_devices
 from hloscan.analyses.hbm.reports import XlaReport, read_report
 
 LIVE_LIMIT = 10
@@ -64,7 +65,7 @@ def analyze_module(module: Module, path: str, generation: str | None, use_report
     args, outs, aliased = entry_figures(sig, gen, module)
     scheduled = module.attr("is_scheduled") == "true"
     sim = simulate(module, predict=not scheduled, generation=gen)
-    devices = partitions(module) if not scheduled else 1
+    devices = unpartitioned_devices(module)
     if devices > 1:
         # Not partitioned yet: the signature is global; one device holds the shards the simulation sized.
         args = sum(b.bytes for b in sim.buffers if b.role == "parameter")

@@ -27,7 +27,7 @@ from typing import Union
 
 from hloscan.hlo.attrs import parse_int_list
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape
-from hloscan.hlo.sharding import Sharding, parse_sharding
+from hloscan.hlo.sharding import Sharding, num_partitions, parse_sharding
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +58,6 @@ ELEMENTWISE_KEEP = frozenset({
     "stochastic-convert", "clz", "popcnt", "dynamic-update-slice", "scatter", "optimization-barrier", "opt-barrier",
     "copy-start", "copy-done",
 })
-
-
-def partitions(module: Module) -> int:
-    """How many devices one array is split across: `num_partitions` (SPMD). Replicas each hold whole
-    arrays, so `replica_count` does not divide them."""
-    try:
-        return max(1, int(module.attr("num_partitions") or 1))
-    except ValueError:
-        return 1
 
 
 def from_sharding(s: Sharding, shape: Shape | None, devices: int) -> Split:
@@ -325,7 +316,7 @@ def _rebuild(shape: Shape, leaves) -> Factor:
 
 def shard_factors(module: Module) -> dict[tuple[str, str], Factor] | None:
     """Per instruction, how one device's share of it is cut; None for a module on one device."""
-    devices = partitions(module)
+    devices = num_partitions(module)
     if devices <= 1:
         return None
     return Propagation(module, devices).run()
@@ -333,7 +324,7 @@ def shard_factors(module: Module) -> dict[tuple[str, str], Factor] | None:
 
 def sharding_summary(module: Module) -> str:
     """What the entry parameters' shardings say, e.g. `12 of 14 parameters split (4 ways), 2 replicated`."""
-    devices = partitions(module)
+    devices = num_partitions(module)
     split = replicated = 0
     ways: set[int] = set()
     for inst in module.entry.parameter_instructions.values():

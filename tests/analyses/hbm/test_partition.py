@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from corpus import FIXTURES
 from hloscan.analyses.hbm import analyze_modules
-from hloscan.analyses.hbm.partition import Split, partitions, shard_factors
+from hloscan.analyses.hbm.partition import Split, shard_factors
+from hloscan.hlo.sharding import num_partitions
 from hloscan.hlo.parser import parse_module
 
 DP = FIXTURES / "hbm" / "sharded_dp.hlo.txt"
@@ -16,7 +17,7 @@ def _module(text: str):
 
 def test_annotations_and_propagation_split_each_value() -> None:
     module = parse_module(DP.read_text())
-    assert partitions(module) == 4
+    assert num_partitions(module) == 4
     splits = shard_factors(module)
     entry = module.entry.name
     assert splits[(entry, "x")] == Split(4, (4, 1))
