@@ -89,8 +89,8 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
         # Generations that prefetch single-use values (v7x) prefetch for the first kernel too, and a value
         # relaid out on the device (v5e/v6e) is produced in VMEM whoever reads it first.
         first_readers = {root: kernel for root, kernel in first_readers.items() if not gen.msa_single_use_budget
-                         and not (gen.msa_results_in_vmem and _produced_on_device(comp, root))}
-    placed = _place_within_budgets(comp, _operand_sizes(comp, calls), readers, gen)
+                         and not (gen.msa_results_in_vmem and _produced_on_device(comp, root, module))}
+    placed = _place_within_budgets(comp, _operand_sizes(comp, calls), readers, gen, module)
     out = {}
     for inst in calls:
         positions = frozenset(pos for pos, op in enumerate(inst.operands)
@@ -124,7 +124,7 @@ def _operand_sizes(comp: Computation, calls: list[Instruction]) -> dict[str, int
 
 
 def _place_within_budgets(comp: Computation, sizes: dict[str, int], readers: dict[str, set[str]],
-                          gen: TpuGeneration) -> set[str]:
+                          gen: TpuGeneration, module: Module | None = None) -> set[str]:
     """Shared values first, then values computed on the device, then single-use ones, each while the
     running total fits the generation's budget for its kind."""
     placed: set[str] = set()
@@ -133,7 +133,7 @@ def _place_within_budgets(comp: Computation, sizes: dict[str, int], readers: dic
         budget = gen.msa_single_use_budget if kind == "single" else gen.msa_operand_budget
         # Largest first: on v7x a 16 MiB KV cache read by one kernel was S(1) and its 0.5 MiB query was not.
         for root, size in sorted(sizes.items(), key=lambda item: -item[1]):
-            if root in placed or used + size > budget or _residency_kind(comp, root, readers[root], gen) != kind:
+            if root in placed or used + size > budget or _residency_kind(comp, root, readers[root], gen, module) != kind:
                 continue
             placed.add(root)
             used += size
@@ -218,12 +218,13 @@ def _is_program_input(module: Module, origin: tuple[str, str]) -> bool:
     return comp is not None and comp.is_entry and inst is not None and inst.opcode == "parameter"
 
 
-def _residency_kind(comp: Computation, root: str, readers: set[str], gen: TpuGeneration) -> str:
+def _residency_kind(comp: Computation, root: str, readers: set[str], gen: TpuGeneration,
+                    module: Module | None = None) -> str:
     """"shared" (read by several kernels), "produced" (computed on the device, e.g. a broadcast of the
     softmax statistics, where the generation writes such values straight to VMEM) or "single"."""
     if len(readers) >= 2:
         return "shared"
-    if gen.msa_results_in_vmem and _produced_on_device(comp, root):
+    if gen.msa_results_in_vmem and _produced_on_device(comp, root, module):
         return "produced"
     return "single"
 
@@ -232,13 +233,20 @@ def _residency_kind(comp: Computation, root: str, readers: set[str], gen: TpuGen
 _NOT_PRODUCED = frozenset({"parameter", "constant"})
 
 
-def _produced_on_device(comp: Computation, root: str) -> bool:
-    """Whether the kernel operand behind `root` is computed by this computation (a broadcast, fusion, dot,
-    transpose, ...), not read from a parameter or constant. On v5e/v6e memory-space assignment defines such
-    values in VMEM (S(1)) when they fit, instead of writing them to HBM for the kernel to window in."""
+def _produced_on_device(comp: Computation, root: str, module: Module | None = None) -> bool:
+    """Whether the kernel operand behind `root` is computed on the device (a broadcast, fusion, dot,
+    transpose, ...), not read from a program parameter or constant. On v5e/v6e memory-space assignment
+    defines such values in VMEM (S(1)) when they fit, instead of writing them to HBM for the kernel to window
+    in. With `module`, a parameter of a called computation is judged where its value is defined: a library
+    that wraps its kernel in a `jit` (tokamax's attention) transposes q, k and v in the caller and passes them
+    in, and those transposes were S(1) operands of its kernels on v5e/v6e (fixtures/oracle_new/user2)."""
     if root.startswith("broadcast("):
         return True  # _root's key for a broadcast
     inst = comp.by_name.get(root)
+    if inst is not None and inst.opcode == "parameter" and module is not None:
+        origin_comp, origin = _origin(module, comp, root)
+        if origin_comp != comp.name and origin:
+            return _produced_on_device(module.computations_by_name[origin_comp], origin)
     if inst is not None and inst.opcode == "parameter":
         return _relaid_out(inst.shape)
     if inst is None or inst.opcode in _NOT_PRODUCED:

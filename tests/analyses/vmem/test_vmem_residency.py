@@ -152,6 +152,42 @@ def test_value_computed_on_device_is_resident_where_results_go_to_vmem():
     assert _predict("v4", _PRODUCED) == {}
 
 
+# A library that wraps its kernel in a jit (tokamax's attention): the caller transposes q, the kernel reads
+# it as a parameter of the called computation.
+_CALLED = """HloModule m
+
+%lib (p: f32[1,8,2048,128]) -> f32[1,8,2048,128] {
+  %p = f32[1,8,2048,128]{3,2,1,0} parameter(0)
+  ROOT %k = f32[1,8,2048,128]{3,2,1,0} custom-call(%p), custom_call_target="tpu_custom_call", backend_config="{}"
+}
+
+ENTRY %main (q: f32[1,2048,8,128]) -> f32[1,8,2048,128] {
+  %q = f32[1,2048,8,128]{3,2,1,0} parameter(0)
+  %t = f32[1,8,2048,128]{3,2,1,0} transpose(%q), dimensions={0,2,1,3}
+  ROOT %c = f32[1,8,2048,128]{3,2,1,0} call(%t), to_apply=%lib
+}
+"""
+
+
+def _predict_in_module(tpu: str, text: str) -> dict[str, frozenset[int]]:
+    module = parse_module(text)
+    calls = list(tpu_custom_calls(module))
+    comp = calls[0][0]
+    return predict_resident_operands(comp, [inst for _, inst in calls], generation(tpu), module)
+
+
+def test_value_computed_in_the_caller_is_produced_on_device():
+    # The transposes were S(1) operands of tokamax's kernels on v5e/v6e; a program parameter passed
+    # straight through the call is not computed on the device and keeps its window.
+    assert _predict_in_module("v5e", _CALLED) == {"k": frozenset({0})}
+    assert _predict_in_module("v6e", _CALLED) == {"k": frozenset({0})}
+    assert _predict_in_module("v5p", _CALLED) == {}
+    untransposed = _CALLED.replace("%t = f32[1,8,2048,128]{3,2,1,0} transpose(%q), dimensions={0,2,1,3}\n", "").replace(
+        "call(%t)", "call(%q)").replace("%q = f32[1,2048,8,128]", "%q = f32[1,8,2048,128]").replace(
+        "(q: f32[1,2048,8,128])", "(q: f32[1,8,2048,128])")
+    assert _predict_in_module("v5e", untransposed) == {}
+
+
 def test_parameter_read_once_is_not_produced():
     text = _PRODUCED.replace("custom-call(%b)", "custom-call(%l)").replace(
         "%b = f32[1,8,2048,128]{3,2,1,0} broadcast(%l), dimensions={0,1,2}\n", "")
