@@ -384,7 +384,7 @@ def _internal_allowances(kernel: MosaicKernel, blocks: list[BlockEstimate], conf
     found = None
     # The block rules need the kernel's VMEM input blocks (windowed or whole in VMEM) and windowed outputs;
     # the score matrices do not (their inputs may be DMA'd by the kernel).
-    dot_lhs = lambda k, i, o, b, g: compiler_scratch.dot_lhs_spill(k, i, b, g)
+    dot_lhs = lambda k, i, o, b, g: compiler_scratch.dot_lhs_spill(k, i, g)
     small_m = lambda k, i, o, b, g: compiler_scratch.small_m_dot_scratch(k, i, g)
     for rule in (_int8_matmul_scratch, dot_lhs, small_m, _upcast_8bit_scratch):
         found = rule(kernel, inputs, outputs, blocks, gen) if inputs and outputs else None
