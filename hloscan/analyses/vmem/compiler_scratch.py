@@ -80,6 +80,7 @@ from typing import Any
 
 from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.allowance import Allowance, Spread
+from hloscan.analyses.vmem.mosaic.body import vreg_bytes
 from hloscan.analyses.vmem.mosaic.bytecode import MosaicKernel
 from hloscan.analyses.vmem.tiling import LANES, VREG_BYTES, VREG_FILE_BYTES, dtype_bits, padded_bytes, vmem_sublane_tile
 
@@ -149,18 +150,34 @@ DOT_LHS_SPREAD = Spread(0.11, 1.32, 29)
 
 
 def dot_lhs_spill(kernel: MosaicKernel, inputs: list[Any], gen: TpuGeneration) -> Allowance | None:
-    """Rule 2: the spilled lhs block and column pass of the result of a K-tiled 16-bit dot."""
-    if not _dots_16bit_blocks(kernel, inputs):
+    """Rule 2: the spilled lhs block and column pass of the result of a K-tiled 16-bit dot: of the largest
+    of the body's dots, as the body computes them (an rhs built in a scratch, a second dot of a computed
+    lhs), or of the first two blocks when the body was not read."""
+    shapes = _dot_blocks(kernel, inputs)
+    if not shapes:
         return None
-    lhs, rhs = inputs[0], inputs[1]
-    rows, depth = lhs.block_shape[-2:]
-    size = dot_spill_bytes(gen, rows, depth, rhs.block_shape[-1], lhs.padded_bytes)
+    spills = [(dot_spill_bytes(gen, rows, depth, width, lhs_bytes), rows, depth, width)
+              for rows, depth, width, lhs_bytes in shapes]
+    size, rows, depth, width = max(spills)
     if not size:
         return None
     return Allowance("dot-lhs-spill", size,
-                     f"allowance for compiler-internal scratch: the register spill of a K-tiled 16-bit dot's lhs block {lhs.block_shape} "
-                     f"(bk={depth}, rhs block {rhs.block_shape}) on {gen.name} (empirical, from controlled compiles)",
-                     DOT_LHS_SPREAD)
+                     f"allowance for compiler-internal scratch: the register spill of a K-tiled 16-bit dot's "
+                     f"lhs block ({rows}, {depth}) (rhs block {width} wide) on {gen.name} "
+                     "(empirical, from controlled compiles)", DOT_LHS_SPREAD)
+
+
+def _dot_blocks(kernel: MosaicKernel, inputs: list[Any]) -> list[tuple[int, int, int, int]]:
+    """(rows, depth, width, lhs bytes in VMEM) of each 16-bit dot rule 2 applies to."""
+    if not _dots_16bit(kernel, inputs):
+        return []
+    if kernel.dots is None:
+        lhs, rhs = inputs[0], inputs[1]
+        rows, depth = lhs.block_shape[-2:]
+        return [(rows, depth, rhs.block_shape[-1], lhs.padded_bytes)]
+    return [(dot.result[-2], dot.lhs[-1], dot.result[-1], vreg_bytes(dot.lhs[-2:], dot.lhs_bits))
+            for dot in kernel.dots if dot.lhs_bits == dot.rhs_bits == 16 and len(dot.lhs) >= 2
+            and len(dot.result) >= 2]
 
 
 def dot_spill_bytes(gen: TpuGeneration, rows: int, depth: int, width: int, lhs_bytes: int) -> int:
@@ -173,14 +190,16 @@ def dot_spill_bytes(gen: TpuGeneration, rows: int, depth: int, width: int, lhs_b
     return size
 
 
-def _dots_16bit_blocks(kernel: MosaicKernel, inputs: list[Any]) -> bool:
-    """A dot of the 16-bit x and y blocks (attention kernels, which dot too, have their own allowance).
+def _dots_16bit(kernel: MosaicKernel, inputs: list[Any]) -> bool:
+    """A kernel that dots 16-bit values (attention kernels, which dot too, have their own allowance).
     Where the result goes does not matter: a dot accumulated into an f32 scratch (jax's matmul, gmm), into
     the f32 output block (`o[...] += dot(x, w.T)`), or not accumulated (`act(dot(x, w) + b)`, a LoRA or
     GELU-MLP block) spilled its lhs the same way (fixtures/oracle_new/user2: 9 such kernels on v5e..v6e
     within 3% once counted, none without a scratch had been)."""
     if not kernel.uses("tpu.matmul") or not kernel.uses("arith.addf") or kernel.uses("math.exp"):
         return False
+    if kernel.dots is not None:
+        return True
     return len(inputs) >= 2 and all(dtype_bits(b.dtype) == 16 for b in inputs[:2]) and len(inputs[0].block_shape) >= 2
 
 

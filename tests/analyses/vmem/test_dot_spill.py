@@ -83,12 +83,13 @@ USER2 = FIXTURES / "oracle_new" / "user2"
 @pytest.mark.parametrize("case, gen, rows, depth, width", [
     ("v5p__pallas__mm_nt_bf16_4096_bm512_bn512_bk1024", "v5p", 512, 1024, 512),    # o[...] += dot(x, w.T)
     ("v5e__pallas__mm_bias_gelu_bf16_k1024_bm256_bn512", "v5e", 256, 1024, 512),   # gelu(dot(x, w) + b)
+    ("v7x__pallas__cumsum_bf16_4096x8192_bm1024_bn1024", "v7x", 1024, 1024, 1024),  # rhs built in a scratch
 ])
 def test_a_dot_without_accumulator_scratch_spills_its_lhs(case: str, gen: str, rows: int, depth: int,
                                                           width: int) -> None:
     """The lhs spill does not depend on where the dot's result goes (an f32 scratch, the output block, or
-    nowhere): these kernels have no scratch operand, and the compiler spilled their lhs block (v5p 1.09 MiB,
-    v5e 0.61 MiB in their allocation lists)."""
+    nowhere) nor on where its operands come from (the dot is read from the body): the compiler spilled the
+    lhs blocks of these kernels (v5p 1.09 MiB, v5e 0.61 MiB, v7x 2.29 MiB in their allocation lists)."""
     (kernel,) = estimate_module(parse_module((USER2 / case / "before_optimizations.txt").read_text()), gen, None)
     spills = [a.size for a in kernel.estimate.allowances if a.rule == "dot-lhs-spill"]
     assert spills == [dot_spill_bytes(generation(gen), rows, depth, width, rows * depth * 2)]

@@ -1032,6 +1032,16 @@ class WindowParam:
 
 
 @dataclass(frozen=True, slots=True)
+class Dot:
+    """One `tpu.matmul` of a kernel body: lhs shape and element bits, rhs element bits, result shape."""
+
+    lhs: tuple[int, ...]
+    lhs_bits: int
+    rhs_bits: int
+    result: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MosaicKernel:
     """The facts hloscan needs from a Mosaic kernel body: the main function's signature and attributes."""
 
@@ -1052,6 +1062,9 @@ class MosaicKernel:
     # (an unrolled loop repeats its values):
     # large ones live in compiler-internal VMEM scratch (hloscan.vmem's intermediate allowance).
     vector_values: tuple[tuple[str, tuple[int, ...], str], ...] = ()
+    # Every dot of the body (`tpu.matmul`), with its operands as the body computes or loads them (None when
+    # the body was not read): the dot-spill rule reads these, not the pallas_call's first two blocks.
+    dots: tuple[Dot, ...] | None = None
     # Positions of the grid indices (the main function's leading i32 arguments) that the kernel body itself
     # reads (index maps aside); None when unknown. A body that reads none of the grid indices with extent > 1
     # does the same thing in every grid step (no init/finalize or causal-mask condition varies).
@@ -1233,6 +1246,7 @@ def kernel_from_module(module: Module, read_body: Callable[[Operation], Any] | N
         mosaic_version=_mosaic_version(module),
         op_names=tuple(sorted({op.name for op in main.walk()} - {main.name})),
         vector_values=_vector_values(main),
+        dots=_dots(main),
         grid_indices_read=_grid_indices_read(main, len(grid or ())),
         body=read_body(main) if read_body is not None else None,
     )
@@ -1252,6 +1266,30 @@ def _vector_values(main: Operation) -> tuple[tuple[str, tuple[int, ...], str], .
     found = [(op.name, tuple(t.shape), type_text(t.element)) for op in main.walk() for t in op.result_types
              if isinstance(t, ShapedType) and t.kind == "vector"]
     return tuple(sorted(found))
+
+
+def _dots(main: Operation) -> tuple[Dot, ...]:
+    found = []
+    for op in main.walk():
+        if not op.name.endswith("tpu.matmul") or len(op.operands) < 2 or not op.result_types:
+            continue
+        lhs, rhs = (_value_type(v) for v in op.operands[:2])
+        result = op.result_types[0]
+        if all(isinstance(t, ShapedType) for t in (lhs, rhs, result)):
+            found.append(Dot(tuple(lhs.shape), _bits(lhs), _bits(rhs), tuple(result.shape)))
+    return tuple(found)
+
+
+def _bits(t: ShapedType) -> int:
+    return getattr(t.element, "bits", None) or 32
+
+
+def _value_type(value: Any) -> Any:
+    if isinstance(value, OpResult):
+        return value.op.result_types[value.index] if value.index < len(value.op.result_types) else None
+    if isinstance(value, BlockArg):
+        return value.block.arg_types[value.index] if value.index < len(value.block.arg_types) else None
+    return None
 
 
 def _mosaic_version(module: Module) -> int | None:
