@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hloscan.analyses.tpu import generation
 from hloscan.analyses.vmem.kernels import estimate_module, tpu_custom_calls
-from hloscan.analyses.vmem.residency import in_vmem, predict_resident_operands, predict_resident_results
+from hloscan.analyses.vmem.residency import _relaid_out, in_vmem, predict_resident_operands, predict_resident_results
+from hloscan.hlo.ir import Shape
 from hloscan.hlo.parser import parse_module
 
 # Two kernels read q and k (the dq/dkv kernels of an attention backward pass); only the second reads v
@@ -238,3 +241,14 @@ def test_estimating_a_module_does_not_keep_it_alive():
     del module
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.parametrize("dtype, dims, relaid", [
+    ("f32", (1, 4, 1024, 64), True), ("bf16", (4, 4096, 320), True), ("f32", (1000, 40), True),
+    ("f32", (1600, 300), True), ("s8", (100, 200), True),
+    ("bf16", (2, 8, 2048, 128), False), ("f32", (24, 1000), False), ("bf16", (3, 5000), False),
+    ("f32", (7, 129), False),
+])
+def test_layout_assignment_puts_the_least_padded_dimension_in_the_lanes(dtype, dims, relaid):
+    # Entry parameter layouts in the oracle's post-optimisation dumps.
+    assert _relaid_out(Shape(dtype, dims)) is relaid
