@@ -319,13 +319,27 @@ def _scratch_block(i: int, memref: Any) -> BlockEstimate:
 SEPARATE_SCRATCH_MIN = 4 * MIB
 
 
-def _classify_scratch(scratch: list[BlockEstimate], windows: list[BlockEstimate]) -> list[BlockEstimate]:
+def _scratch_accessed_in_parts(kernel: MosaicKernel) -> frozenset[int] | None:
+    """Scratch positions (0 = first scratch operand) the body loads and stores only in parts."""
+    if kernel.body is None:
+        return None
+    first = len(kernel.arg_types) - kernel.scratch_operands
+    return frozenset(arg - first for arg in kernel.body.partly_accessed_args if arg >= first)
+
+
+def _classify_scratch(scratch: list[BlockEstimate], windows: list[BlockEstimate],
+                      partly_accessed: frozenset[int] | None = None) -> list[BlockEstimate]:
     """Mark scratch that XLA allocates outside the scoped region.
 
     Oracle finding: a (bm, bn) accumulator scratch is part of `used_scoped_memory_configs` and the E1001
     check, but scratch buffers taller or wider than every window block (e.g. f32[8192..131072, 128]) were
     separate "scratch operand" allocations bounded only by physical VMEM. The exact rule XLA applies is
     unknown; "not larger than the biggest window block in its last two dims" separates all oracle cases.
+    Those kernels touch their scratch a tile at a time; a scratch the body loads or stores whole counts in
+    the scoped region however large (`partly_accessed`, the scratch positions the body only accesses in
+    parts; None when the body was not read): a cumsum's f32[2048, 2048] triangular matrix, built whole in a
+    `pl.when` and read whole by a dot, was in the compiler's E1001 figure (32.25M on v6e with 16 MiB of
+    windows; fixtures/oracle_new/user2).
     """
     # Every window's block shape counts here, also those not charged because XLA already placed the whole
     # operand in VMEM (S(1)): the scratch still sits in the kernel's scoped region (seen in a real v5e dump).
@@ -337,7 +351,9 @@ def _classify_scratch(scratch: list[BlockEstimate], windows: list[BlockEstimate]
         shape = block.block_shape
         rows = shape[-2] if len(shape) >= 2 else 1
         cols = shape[-1] if shape else 1
-        if block.counted and (rows > max_rows or cols > max_cols) and block.padded_bytes >= SEPARATE_SCRATCH_MIN:
+        in_parts = partly_accessed is None or block.index in partly_accessed
+        if (block.counted and in_parts and (rows > max_rows or cols > max_cols)
+                and block.padded_bytes >= SEPARATE_SCRATCH_MIN):
             block = replace(block, counted=False, note="separate scratch allocation (checked against physical VMEM)")
         out.append(block)
     return out
@@ -515,7 +531,8 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
         op = ops[i] if i < len(ops) else _Operand("output" if i >= len(ops) else "input", "", None, None)
         memref = memrefs[i] if i < len(memrefs) else None
         windows.append(_window_block(i, param, memref, op, kernel.grid, gen))
-    scratch = _classify_scratch([_scratch_block(i, m) for i, m in enumerate(kernel.scratch_types)], windows)
+    scratch = _classify_scratch([_scratch_block(i, m) for i, m in enumerate(kernel.scratch_types)], windows,
+                                _scratch_accessed_in_parts(kernel))
     blocks = windows + scratch
     allowances = _internal_allowances(kernel, blocks, config, gen)
     notes.extend(a.note for a in allowances)

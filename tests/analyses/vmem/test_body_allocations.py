@@ -196,3 +196,12 @@ def test_user_kernels_within_5_percent_and_errors_found(folder: str) -> None:
     assert (total, errors) == (floors["within"][1], floors["errors"][1])
     assert within >= floors["within"][0] and found >= floors["errors"][0]
     assert false_errors <= floors["false"]
+
+
+def test_a_large_scratch_read_whole_is_scoped() -> None:
+    """A cumsum builds an f32[2048, 2048] triangular matrix in a scratch and dots it whole: the compiler
+    counted it with 16 MiB of windows (E1001, "Scoped allocation with size 32.25M and limit 32.00M"), while
+    a scratch touched a tile at a time stays a separate allocation (tpu-oracle/vmem's scratch cases)."""
+    (kernel,) = estimate_module(_module("v6e__pallas__cumsum_f32_2048x8192_bm512_bn2048", USER2), "v6e", None)
+    assert kernel.estimate.predicted_bytes == 33816576
+    assert kernel.estimate.verdict == "E1001"

@@ -109,6 +109,10 @@ class BodyFacts:
     held_peak_bytes: int  # the most values held across one reduction, over the body's blocks
     across_peak_bytes: int = 0  # the most values held across one control-flow op, over the body's blocks
     loop_vectors: bool = False  # a loop (scf.for / scf.while) carries vector values from one iteration on
+    # Positions of the main function's ref arguments that the body only ever loads or stores in parts (every
+    # access moves fewer elements than the ref holds): a large scratch used this way is allocated apart from
+    # the scoped region (estimate._classify_scratch).
+    partly_accessed_args: frozenset[int] = frozenset()
 
     @property
     def allocas(self) -> tuple[Alloca, ...]:
@@ -136,7 +140,47 @@ def read_body(main: Operation) -> BodyFacts:
         peak, across = max(peak, block_peak), max(across, block_across)
     loops = any(op.name.endswith(("scf.for", "scf.while")) and any(
         isinstance(t, ShapedType) and t.kind == "vector" for t in op.result_types) for op in main.walk())
-    return BodyFacts(scope, tuple(held), peak, across, loops)
+    return BodyFacts(scope, tuple(held), peak, across, loops, _partly_accessed(main, entry) if entry else frozenset())
+
+
+def _partly_accessed(main: Operation, entry: Block) -> frozenset[int]:
+    """The ref arguments of `entry` whose every use (through views) is a vector load or store of fewer
+    elements than the ref holds."""
+    accesses: dict[int, list[Operation]] = {}
+    view_of: dict[int, int] = {}  # a view's op id -> the argument it views
+    for op in main.walk():
+        for value in op.operands:
+            if isinstance(value, BlockArg) and value.block is entry:
+                arg = value.index
+            elif isinstance(value, OpResult) and id(value.op) in view_of:
+                arg = view_of[id(value.op)]
+            else:
+                continue
+            if op.name.endswith(_VIEW_SUFFIXES):
+                view_of[id(op)] = arg
+            else:
+                accesses.setdefault(arg, []).append(op)
+    out = set()
+    for arg, ops in accesses.items():
+        ref = entry.arg_types[arg] if arg < len(entry.arg_types) else None
+        if isinstance(ref, ShapedType) and all(_moves_part_of(op, _elements(ref.shape)) for op in ops):
+            out.add(arg)
+    return frozenset(out)
+
+
+def _moves_part_of(op: Operation, ref_elements: int) -> bool:
+    if not op.name.endswith(_VECTOR_ACCESS_SUFFIXES):
+        return False
+    vectors = [t for t in op.result_types if isinstance(t, ShapedType) and t.kind == "vector"]
+    vectors += [_type(v) for v in op.operands if isinstance(v, OpResult) and _is_vector(v)]
+    return bool(vectors) and all(_elements(t.shape) < ref_elements for t in vectors)
+
+
+def _elements(shape: Any) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 
