@@ -26,6 +26,7 @@ from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 from hloscan.hlo.layout import UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes, with_layout
 from hloscan.hlo.ir import Layout
 from hloscan.hlo.signature import entry_parameter_shapes, parse_aliases
+from hloscan.analyses.hbm import donated
 from hloscan.analyses.hbm.packing import Interval, packed_heap_bytes
 from hloscan.analyses.hbm.partition import WHOLE, Split, shard_factors
 
@@ -92,7 +93,7 @@ class BufferLife:
     start: int
     end: int
     value: Value
-    role: str  # "temp", "parameter", "output", "constant", "host", "other-space"
+    role: str  # "temp", "parameter", "output", "constant", "host", "other-space", "in-argument-or-output"
 
 
 @dataclass
@@ -181,6 +182,7 @@ class Simulator:
         self.param_roots: set[int] = set()
         self.output_roots: set[int] = set()
         self.constant_ids: set[int] = set()
+        self.copy_reads: dict[int, frozenset[int]] = {}  # a copy's value -> the values it copies
         self.depth = 0
         self.generation = generation
         # Loop-invariant converts XLA hoists out of while loops (and CSEs across loops): leaf -> hoisted copy.
@@ -376,6 +378,9 @@ class Simulator:
         tree = self._new(inst, comp, inst.shape) if inst.shape is not None else []
         if op == "constant":
             self.constant_ids.update(self._leaves(tree))
+        elif op == "copy" and operands:
+            for vid in self._leaves(tree):
+                self.copy_reads[vid] = frozenset(self._leaves(operands[0]))
         return tree
 
     def _hoist_convert(self, inst: Instruction, deps: frozenset[int]) -> frozenset[int]:
@@ -624,6 +629,7 @@ class Simulator:
         outputs = {self.uf.find(v) for v in self.output_roots}
         constants = {self.uf.find(v) for v in self.constant_ids}
         lives = []
+        hosts: list[donated.Host] = []
         for root, members in groups.items():
             named = min(members, key=lambda v: v.define)
             size = max(v.bytes for v in members)
@@ -642,6 +648,10 @@ class Simulator:
             else:
                 role = "temp"
             lives.append(BufferLife(root, size, start, stop, named, role))
+            if (role == "output" or (role == "parameter" and root in outputs)) and not self.predict:
+                hosts.append(donated.Host(size, [(v.define, max(v.last_use, v.define)) for v in members],
+                                          frozenset(v.id for v in members)))
+        self._place_in_argument_and_output_buffers(lives, groups, hosts)
         temps = [b for b in lives if b.role == "temp"]
         budget = _vmem_for_temporaries(self.generation) if self.predict else 0
         peak, at = _peak(temps, budget)
@@ -650,6 +660,22 @@ class Simulator:
             heap = packed_heap_bytes(Interval(b.start, b.end, b.bytes) for b in temps)
             peak = max(peak, heap or 0)
         return Simulation(lives, peak, at, self.positions)
+
+    def _place_in_argument_and_output_buffers(self, lives: list[BufferLife], groups: dict[int, list[Value]],
+                                              hosts: list[donated.Host]) -> None:
+        """Temporaries that fit a donated argument's or an output's buffer while it is empty live there, not
+        in the heap (a scheduled module only: XLA's buffer assignment)."""
+        if not hosts:
+            return
+        temps = [b for b in lives if b.role == "temp" and b.bytes]
+        placed = donated.placed_in_hosts(
+            [donated.Temp(b.start, b.end, b.bytes, self._copied_values(groups[b.root])) for b in temps], hosts)
+        for i in placed:
+            temps[i].role = "in-argument-or-output"
+
+    def _copied_values(self, members: list[Value]) -> frozenset[int]:
+        """The values the copies among `members` read (their operands' leaves)."""
+        return frozenset(vid for v in members for vid in self.copy_reads.get(v.id, ()))
 
 
 def _is_async_tuple(shape: Shape | None, n_operands: int) -> bool:
