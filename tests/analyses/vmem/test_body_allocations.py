@@ -205,3 +205,15 @@ def test_a_large_scratch_read_whole_is_scoped() -> None:
     (kernel,) = estimate_module(_module("v6e__pallas__cumsum_f32_2048x8192_bm512_bn2048", USER2), "v6e", None)
     assert kernel.estimate.predicted_bytes == 33816576
     assert kernel.estimate.verdict == "E1001"
+
+
+@pytest.mark.parametrize("root, case, narrow_bytes", [
+    (USER2, "v5p__pallas__argmax_bf16_v131072_bm128_bv8192", 128 * 8192 * 2),       # max, then x == max
+    (FIXTURES / "oracle_new" / "user3", "v6e__pallas__lse_bf16_v131072_bm256_bv16384", 256 * 16384 * 2),
+])
+def test_a_block_widened_only_for_a_reduction_is_held_narrow(root: Path, case: str, narrow_bytes: int) -> None:
+    """The compiler spilled about half of the f32 upcast of these bf16 blocks: it holds the loaded vregs and
+    widens them in the reduction and again after it."""
+    (comp, inst), = list(tpu_custom_calls(_module(case, root)))
+    body = read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config")))).body
+    assert body.held_peak_bytes == narrow_bytes
