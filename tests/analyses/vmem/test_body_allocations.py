@@ -217,3 +217,12 @@ def test_a_block_widened_only_for_a_reduction_is_held_narrow(root: Path, case: s
     (comp, inst), = list(tpu_custom_calls(_module(case, root)))
     body = read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config")))).body
     assert body.held_peak_bytes == narrow_bytes
+
+
+def test_a_block_read_by_a_runtime_loop_is_held_for_the_loop() -> None:
+    """Power iteration loads A once and reads it in every `lax.while_loop` iteration: the compiler kept the
+    whole f32[1024, 1024] (3.99 MiB of spill on v5e), though it is a plain load."""
+    (comp, inst), = list(tpu_custom_calls(_module("v5e__pallas__power_f32_n1024", FIXTURES / "oracle_new" / "user3")))
+    body = read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config")))).body
+    assert body.across_peak_bytes >= 4 * MIB
+    assert any(h.across == "loop" and h.bytes == 4 * MIB for h in body.held)
