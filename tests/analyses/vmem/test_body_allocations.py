@@ -226,3 +226,15 @@ def test_a_block_read_by_a_runtime_loop_is_held_for_the_loop() -> None:
     body = read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config")))).body
     assert body.across_peak_bytes >= 4 * MIB
     assert any(h.across == "loop" and h.bytes == 4 * MIB for h in body.held)
+
+
+def test_a_1d_value_fills_its_vregs_unless_widened_from_a_narrow_block() -> None:
+    """SGD with momentum over 1-D blocks holds two values across its first store: f32 blocks of 262144 fill
+    1 MiB of vregs each (v5e spilled 1.31 MiB); computed from a widened bf16 gradient they take one row of
+    each vreg (v7x spilled 17.88 MiB for 524288-element blocks)."""
+    user3 = FIXTURES / "oracle_new" / "user3"
+    for case, per_value in (("v5e__pallas__sgd1d_f32g_n16m_bn256k", 1 * MIB),
+                            ("v7x__pallas__sgd1d_bf16g_n16m_bn512k", 16 * MIB)):
+        (comp, inst), = list(tpu_custom_calls(_module(case, user3)))
+        body = read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config")))).body
+        assert {h.bytes for h in body.held if h.across == "store" and len(h.shape) == 1 and h.bytes > MIB // 2} == {per_value}

@@ -35,7 +35,7 @@ from typing import Any, Iterator
 
 from hloscan.analyses.vmem.mosaic.bytecode import (Block, BlockArg, OpResult, Operation, Region, ShapedType, scalar_bits,
                                                    type_text)
-from hloscan.analyses.vmem.tiling import lane_packing, padded_bytes
+from hloscan.analyses.vmem.tiling import LANES, VREG_BYTES as _VREG_BYTES, lane_packing, padded_bytes
 
 # Ops that only re-view a memref: a use through them is a use of the allocation.
 _VIEW_SUFFIXES = ("memref_slice", "memref_squeeze", "memref_reshape", "memref_bitcast", "reinterpret_cast",
@@ -123,10 +123,14 @@ class BodyFacts:
         return tuple(self.scope.all_allocas())
 
 
-def vreg_bytes(shape: tuple[int, ...], bits: int) -> int:
-    """Bytes of a vector value held in vregs: whole (8 x packing, 128) tiles over its last two dimensions (a
-    rank-1 value takes one row of vregs)."""
+def vreg_bytes(shape: tuple[int, ...], bits: int, dense: bool = False) -> int:
+    """Bytes of a vector value held in vregs: whole (8 x packing, 128) tiles over its last two dimensions. A
+    rank-1 value takes one row of vregs (a reduction's result, one value per row of its input), or with
+    `dense` whole vregs filled in order (a 1-D block loaded or computed elementwise)."""
     dims = tuple(shape) or (1,)
+    if len(dims) == 1 and dense:
+        per_vreg = _VREG_ROWS * LANES * lane_packing(bits)
+        return -(-dims[0] // per_vreg) * _VREG_BYTES
     return padded_bytes((1,) + dims if len(dims) == 1 else dims, bits, _VREG_ROWS * lane_packing(bits),
                         compact_columns=False)
 
@@ -411,11 +415,27 @@ def _narrowed(held: HeldValue, v: OpResult, before: list[Operation]) -> HeldValu
     return replace(held, bytes=small.bytes) if small.bytes < held.bytes else held
 
 
+def _from_widened_1d(v: OpResult, depth: int = 0) -> bool:
+    """Whether the 1-D vector `v` is (computed elementwise from) a narrower 1-D vector widened in the body."""
+    op = v.op
+    if depth > 16 or op.regions or op.name.endswith(_FREE_SUFFIXES + _BARRIER_SUFFIXES):
+        return False
+    if op.name.endswith(_WIDENING_SUFFIXES):
+        return True
+    return any(_from_widened_1d(_source(x), depth + 1) for x in op.operands
+               if isinstance(x, OpResult) and _is_vector(x) and len(_type(x).shape) == 1)
+
+
 def _held(v: OpResult, phases: tuple[int, int], across: str) -> HeldValue:
     t = _type(v)
     bits = scalar_bits(type_text(t.element)) or 32
-    return HeldValue(v.op.name, tuple(t.shape), type_text(t.element), vreg_bytes(tuple(t.shape), bits), phases,
-                     across)
+    # A 1-D value fills its vregs (SGD with momentum over f32[262144] blocks: 1.31 MiB of spill on v5e for two
+    # values held across a store, not the 16 MiB of one-row vregs) unless it comes out of a reduction or is
+    # computed from a narrow 1-D block widened in the kernel: the same SGD with a bf16 gradient spilled 17.88
+    # MiB on v7x for f32[524288] values, one row of each vreg (fixtures/oracle_new/user3).
+    dense = len(t.shape) == 1 and not v.op.name.endswith(_REDUCTION_SUFFIXES) and not _from_widened_1d(v)
+    return HeldValue(v.op.name, tuple(t.shape), type_text(t.element), vreg_bytes(tuple(t.shape), bits, dense),
+                     phases, across)
 
 
 def _dequantized_rhs(op: Operation, phase: dict[tuple[int, int], int | None]) -> OpResult | None:
