@@ -63,11 +63,27 @@ def _root(comp: Computation, name: str | None, depth: int = 0) -> str | None:
     if inst is None or depth > 16:
         return name
     if inst.opcode in _ALIASING_OPS and len(inst.operands) == 1:
-        return _root(comp, inst.operands[0].name, depth + 1)
+        source = _root(comp, inst.operands[0].name, depth + 1)
+        # A relayout keeps the identity of its source (two kernels reading one reshaped array read one value)
+        # but is computed on the device (`_produced_on_device`).
+        return source if _relabels(comp, inst) else f"relayout({source}){inst.shape.dims}"
     if inst.opcode == "broadcast" and len(inst.operands) == 1:
         source = _root(comp, inst.operands[0].name, depth + 1)
         return f"broadcast({source}){inst.shape.dims}{inst.attr('dimensions')}"
     return name
+
+
+def _relabels(comp: Computation, inst: Instruction) -> bool:
+    """Whether a bitcast / reshape / copy only re-labels its operand. A reshape that changes either of the two
+    minor dimensions moves data between tiles, so XLA:TPU computes it as a relayout on the device: pooling's
+    bf16[8,128,128,128] -> [512,2,64,256] (pairs of columns side by side in the lanes) was an S(1) value on
+    v5e that the kernel read with no window (fixtures/oracle_new/user3)."""
+    if inst.opcode != "reshape":
+        return True
+    source = comp.operand_shape(inst, 0)
+    if source is None or not source.is_array or not inst.shape.is_array:
+        return True
+    return tuple(source.dims[-2:]) == tuple(inst.shape.dims[-2:])
 
 
 def _array_bytes(shape: Shape) -> int:
@@ -240,8 +256,8 @@ def _produced_on_device(comp: Computation, root: str, module: Module | None = No
     in. With `module`, a parameter of a called computation is judged where its value is defined: a library
     that wraps its kernel in a `jit` (tokamax's attention) transposes q, k and v in the caller and passes them
     in, and those transposes were S(1) operands of its kernels on v5e/v6e (fixtures/oracle_new/user2)."""
-    if root.startswith("broadcast("):
-        return True  # _root's key for a broadcast
+    if root.startswith(("broadcast(", "relayout(")):
+        return True  # _root's keys for a broadcast and a relayout
     inst = comp.by_name.get(root)
     if inst is not None and inst.opcode == "parameter" and module is not None:
         origin_comp, origin = _origin(module, comp, root)

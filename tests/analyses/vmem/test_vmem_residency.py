@@ -252,3 +252,21 @@ def test_estimating_a_module_does_not_keep_it_alive():
 def test_layout_assignment_puts_the_least_padded_dimension_in_the_lanes(dtype, dims, relaid):
     # Entry parameter layouts in the oracle's post-optimisation dumps.
     assert _relaid_out(Shape(dtype, dims)) is relaid
+
+
+_RESHAPED = """HloModule m
+
+ENTRY %main (x: bf16[8,128,128,128]) -> bf16[512,64,128] {
+  %x = bf16[8,128,128,128]{3,2,1,0} parameter(0)
+  %r = bf16[512,2,64,256]{3,2,1,0} reshape(%x)
+  ROOT %k = bf16[512,64,128]{2,1,0} custom-call(%r), custom_call_target="tpu_custom_call", backend_config="{}"
+}
+"""
+
+
+def test_a_reshape_that_moves_data_between_tiles_is_computed_on_the_device():
+    # 2x2 pooling's reshape puts column pairs side by side in the lanes: a relayout, S(1) on v5e.
+    assert _predict("v5e", _RESHAPED) == {"k": frozenset({0})}
+    relabel = _RESHAPED.replace("bf16[512,2,64,256]{3,2,1,0} reshape", "bf16[1024,128,128]{2,1,0} reshape").replace(
+        "[512,2,64,256]", "[1024,128,128]")
+    assert _predict("v5e", relabel) == {}
