@@ -72,20 +72,23 @@ class TpuGeneration:
     # v5e/v6e did; v5p and v4 wrote them to HBM and prefetched copies; v7x did within its smaller budget
     # (predicted-vs-actual S(1) sets of the corpora: 167 of 239 kernels agree with it, 164 without).
     msa_results_in_vmem: bool = False
+    # Two TensorCores behind one device (v4, v5p megacore): a kernel's first parallel grid axis is split
+    # between them (analyses/vmem/estimate.steps_per_core).
+    megacore: bool = False
 
 
 # Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
 # "Used 64.00M of 63.94M vmem" bounds scoped use, yet a 64 MiB scratch operand compiled, so its
 # scratch capacity is larger; 96 MiB is the figure jax's pipelining doc gives (tpu_info says 64).
 GENERATIONS: dict[str, TpuGeneration] = {
-    "v4": TpuGeneration("v4", 16 * MIB, 16 * MIB, 16 * MIB, 1, False, compact_columns=False,
+    "v4": TpuGeneration("v4", 16 * MIB, 16 * MIB, 16 * MIB, 1, False, compact_columns=False, megacore=True,
                         upcast_8bit_scratch=True, tuple_table_granule=512, hbm_capacity=int(15.25 * GIB),
                         vmem_for_temporaries=16 * MIB, scores_forward_factor=1.15),
     # v5e: "Used 176.82M of 128.00M vmem" (tpu-oracle/real)
     "v5e": TpuGeneration("v5e", 16 * MIB, 128 * MIB, 128 * MIB, 1, True, tuple_table_granule=512,
                          hbm_capacity=int(15.75 * GIB), vmem_for_temporaries=112 * MIB,
                          msa_operand_budget=96 * MIB, msa_results_in_vmem=True, scores_forward_factor=1.1),
-    "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False,
+    "v5p": TpuGeneration("v5p", 16 * MIB, 64 * MIB - 64 * KIB, 96 * MIB, 1, True, compact_columns=False, megacore=True,
                          hbm_capacity=int(95.74 * GIB), vmem_for_temporaries=64 * MIB,
                          msa_operand_budget=32 * MIB, scores_forward_factor=1.05),
     "v6e": TpuGeneration("v6e", 32 * MIB, 128 * MIB - 64 * KIB, 128 * MIB, 1, True,

@@ -16,7 +16,8 @@ from corpus import FIXTURES, rows_by_case, tsv_rows
 from hloscan.analyses.tpu import MIB
 from hloscan.analyses.vmem.allowance import measured_spread
 from hloscan.analyses.vmem.body_allocations import HELD_SPREAD, body_peak
-from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
+from hloscan.analyses.tpu import generation
+from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config, steps_per_core
 from hloscan.analyses.vmem.kernels import estimate_module, tpu_custom_calls
 from hloscan.analyses.vmem.mosaic import read_kernel
 from hloscan.analyses.vmem.mosaic.bytecode import OpResult, read_module, decode_body, _is_func, _main_function
@@ -238,3 +239,14 @@ def test_a_1d_value_fills_its_vregs_unless_widened_from_a_narrow_block() -> None
         (comp, inst), = list(tpu_custom_calls(_module(case, user3)))
         body = read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config")))).body
         assert {h.bytes for h in body.held if h.across == "store" and len(h.shape) == 1 and h.bytes > MIB // 2} == {per_value}
+
+
+def test_a_megacore_chip_single_buffers_one_grid_step_per_core() -> None:
+    """v5p splits a parallel grid of 2 between its two TensorCores: each runs one step and the compiler
+    allocated one buffer per window (8 MiB in, 2 MiB out)."""
+    case = "v5p__pallas__avgpool2_bf16_64x64_c256_bh128"
+    (kernel,) = estimate_module(_module(case, FIXTURES / "oracle_new" / "user3"), "v5p", None)
+    assert kernel.estimate.predicted_bytes == 10 * MIB
+    assert steps_per_core((2,), ("parallel",), generation("v5p")) == 1
+    assert steps_per_core((2,), ("parallel",), generation("v6e")) == 2  # one core: both steps, double-buffered
+    assert steps_per_core((4, 3), ("arbitrary", "parallel"), generation("v4")) == 8
