@@ -157,3 +157,33 @@ def test_a_donated_argument_holds_temporaries_between_its_last_read_and_its_upda
     assert roles["p"] == "parameter"
     assert [n for n, r in roles.items() if r == "in-argument-or-output"] == ["c"]
     assert sim.peak_bytes == 2 * TILE
+
+
+EXPENSIVE_TWICE = """HloModule expensive
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[1024,1024]) -> (f32[1024], f32[1024,1024]) {
+  %x = f32[1024,1024]{1,0} parameter(0)
+  %e = f32[1024,1024]{1,0} OP(%x)
+  %zero = f32[] constant(0)
+  %s = f32[1024]{0} reduce(%e, %zero), dimensions={1}, to_apply=%add
+  %big = f32[1024,1024]{1,0} dot(%x, %x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %r = f32[1024,1024]{1,0} multiply(%e, %big)
+  ROOT %t = (f32[1024], f32[1024,1024]) tuple(%s, %r)
+}
+"""
+
+
+def test_an_expensive_value_with_two_readers_keeps_a_buffer_before_fusion():
+    """XLA fuses a cheap op into each of its readers, but does not duplicate an expensive one (exp): read
+    by a reduce and again after a dot, the exp keeps its own 4 MiB buffer across the dot."""
+    def named(op: str) -> set[str]:
+        sim = simulate(load_text(EXPENSIVE_TWICE.replace("OP", op), "e.txt")[0], predict=True)
+        return {b.value.inst.name for b in sim.buffers if b.role == "temp" and b.bytes >= 4 * 1024 * 1024}
+    assert "e" in named("exponential")
+    assert "e" not in named("negate")
