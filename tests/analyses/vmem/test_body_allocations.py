@@ -250,3 +250,24 @@ def test_a_megacore_chip_single_buffers_one_grid_step_per_core() -> None:
     assert steps_per_core((2,), ("parallel",), generation("v5p")) == 1
     assert steps_per_core((2,), ("parallel",), generation("v6e")) == 2  # one core: both steps, double-buffered
     assert steps_per_core((4, 3), ("arbitrary", "parallel"), generation("v4")) == 8
+
+
+def _body(case: str, folder: str):
+    (comp, inst), = list(tpu_custom_calls(_module(case, FIXTURES / "oracle_new" / folder)))
+    return read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config")))).body
+
+
+@pytest.mark.parametrize("case", [
+    "v5e__pallas__gelu_bwd_bf16_bm256_bd1024",    # dx stored, then db += sum(g): the sum is taken before
+    "v7x__pallas__sr_sgd_bf16g_d4096_bm256",      # w stored, then rounded to bf16: read back from its ref
+    "v6e__pallas__rank_sort_f32_n2048_bm8",       # (n, n) iotas read in a fori_loop: generated again
+])
+def test_what_the_compiler_did_not_keep_across_a_store_or_a_loop(case: str) -> None:
+    """Each spilled (almost) nothing in the compiler's allocation list (fixtures/oracle_new/user4)."""
+    assert _body(case, "user4").across_peak_bytes <= 64 * 1024
+
+
+def test_a_block_widened_for_a_sublane_reduction_is_held_wide() -> None:
+    """Welford column stats (mean over axis 0, then the squared deviations summed) of a bf16 (512, 2048)
+    block spilled the whole f32 upcast on v7x."""
+    assert _body("v7x__pallas__welford_bf16_bm512_bd2048", "user4").held_peak_bytes == 512 * 2048 * 4

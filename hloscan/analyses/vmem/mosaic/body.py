@@ -47,6 +47,7 @@ _VECTOR_ACCESS_SUFFIXES = ("vector.load", "vector.store", "tpu.vector_store", "t
 _BARRIER_SUFFIXES = ("vector.multi_reduction", "vector.reduction", "tpu.matmul", "vector.contract",
                      "tpu.all_reduce")
 _LOOP_SUFFIXES = ("scf.for", "scf.while")
+_REGENERATED_SUFFIXES = ("arith.constant", "tpu.iota")
 _REDUCTION_SUFFIXES = ("vector.multi_reduction", "vector.reduction", "tpu.all_reduce")
 # Values the LLO code rematerialises instead of keeping: loads from VMEM refs, constants, iotas.
 _FREE_SUFFIXES = ("vector.load", "tpu.vector_load", "tpu.load", "tpu.strided_load", "arith.constant",
@@ -402,14 +403,17 @@ def _narrowed(held: HeldValue, v: OpResult, before: list[Operation]) -> HeldValu
     loaded vregs. Measured (spill slots of the allocation lists): vocab-tiled logsumexp and argmax, column
     stats over bf16 blocks spilled 0.46-0.53 of the f32 upcast on v5e, v5p, v6e and v7x (7 kernels of
     fixtures/oracle_new/user2 and user3), while RMSNorm's upcast, also squared elementwise before its
-    mean, spilled whole (user1)."""
+    mean, spilled whole (user1). Across a reduction only a lane (last-axis) reduction keeps it narrow: a
+    Welford column-stats kernel (mean over axis 0, then `(x - mean) ** 2` summed) spilled the whole f32 block
+    on v5e and v7x (user4)."""
     widen = v.op
     if not widen.name.endswith(_WIDENING_SUFFIXES) or not widen.operands or not isinstance(widen.operands[0], OpResult):
         return held
     narrow = _source(widen.operands[0])
     if not narrow.op.name.endswith(_FREE_SUFFIXES) or not _is_vector(narrow):
         return held
-    if not before or not all(op.name.endswith(_REDUCTION_SUFFIXES) for op in before):
+    lanes_only = held.across == "reduction"
+    if not before or not all(_reduces(op, lanes_only) for op in before):
         return held  # a dot's widened rhs is kept wide (_dequantized_rhs)
     small = _held(narrow, held.phases, held.across)
     return replace(held, bytes=small.bytes) if small.bytes < held.bytes else held
@@ -424,6 +428,19 @@ def _from_widened_1d(v: OpResult, depth: int = 0) -> bool:
         return True
     return any(_from_widened_1d(_source(x), depth + 1) for x in op.operands
                if isinstance(x, OpResult) and _is_vector(x) and len(_type(x).shape) == 1)
+
+
+def _reduces(op: Operation, lanes_only: bool) -> bool:
+    """A vector reduction (with `lanes_only`, one over the last axis alone)."""
+    if not op.name.endswith(_REDUCTION_SUFFIXES):
+        return False
+    if not lanes_only:
+        return True
+    dims = op.attributes.get("reduction_dims")
+    source = _type(op.operands[0]) if op.operands and isinstance(op.operands[0], OpResult) else None
+    rank = len(source.shape) if isinstance(source, ShapedType) else None
+    values = getattr(dims, "values", None)
+    return rank is not None and values is not None and tuple(values) == (rank - 1,)
 
 
 def _held(v: OpResult, phases: tuple[int, int], across: str) -> HeldValue:
@@ -461,7 +478,9 @@ def _across_control_flow(operations: list[Operation], inputs_of: dict[int, list[
       computed before, spilled both moment blocks but 48 vregs (v5e, v5p, v6e, v7x: 0.88-1.87 MiB, within
       0.07 MiB of that; fixtures/oracle_new/user2). What is read after the store only through cheap ops whose
       inputs all exist before it (`x[bt - 8:]` of a whole block) is computed before it instead, and only that
-      result is kept (`_kept_across`)."""
+      result is kept (`_kept_across`). A value already stored is read back from its ref, not kept: an SGD
+      step storing its f32 weights and then rounding them stochastically to a bf16 copy spilled nothing
+      (fixtures/oracle_new/user4).""" 
     position = {id(op): i for i, op in enumerate(operations)}
     defined: dict[tuple[int, int], int] = {}
     uses: dict[tuple[int, int], list[tuple[int, Operation]]] = {}
@@ -482,7 +501,8 @@ def _across_control_flow(operations: list[Operation], inputs_of: dict[int, list[
         across = "control flow" if op.regions else "store"
         live = [_kept_across(values[k], [u for j, u in uses[k] if j < i], [u for j, u in uses[k] if j > i], i,
                              across, inputs_of, defined)
-                for k in defined if defined[k] < i < max(j for j, _ in uses[k])]
+                for k in defined if defined[k] < i < max(j for j, _ in uses[k])
+                and not (across == "store" and any(j <= i and u.name.endswith(_STORE_SUFFIXES) for j, u in uses[k]))]
         if op.name.endswith(_LOOP_SUFFIXES):
             live += _read_by_loop(op, inputs_of, {_key(values[k]) for k in defined if defined[k] < i < max(j for j, _ in uses[k])})
         peak = max(peak, sum(h.bytes for h in live))
@@ -500,6 +520,8 @@ def _read_by_loop(loop: Operation, inputs_of: dict[int, list[OpResult]], counted
     out = []
     for v in inputs_of[id(loop)]:
         src = _source(v)
+        if src.op.name.endswith(_REGENERATED_SUFFIXES):
+            continue  # an iota or constant is generated again where it is read (a counting sort's (n, n) iotas)
         if _key(src) not in counted and _key(src) not in seen:
             seen.add(_key(src))
             out.append(_held(src, (0, 0), "loop"))
@@ -517,7 +539,7 @@ def _kept_across(value: OpResult, earlier: list[Operation], later: list[Operatio
     whole = _narrowed(whole, value, earlier)
 
     def hoistable(op: Operation) -> bool:
-        return (not op.regions and not op.name.endswith(_STORE_SUFFIXES + _BARRIER_SUFFIXES)
+        return (not op.regions and not op.name.endswith(_STORE_SUFFIXES)
                 and not any(part in op.name for part in _PURE_EXCLUDED)
                 and all(defined.get(_key(_source(v)), -1) < at for v in inputs_of[id(op)]))
 
