@@ -12,8 +12,10 @@ that propagation, enough to size each value on one device:
   keeps; a dot keeps the splits of its batch and free dims (one operand's free dims as the partitioner
   gathers the other when both are split), capped at the device count;
 * loop state, call arguments and tuple elements carry their split into the called computations;
-* anything else (reshapes, gathers, concatenations...) keeps the largest number of pieces of an operand as
-  a plain divisor (no dims), never more than the value's elements.
+* a reshape hands each group of dims' split to the group's major dim, a slice keeps the splits of the dims it
+  keeps whole, a concatenation of alike-split operands along an unsplit dim keeps their split;
+* anything else (gathers, ...) keeps the largest number of pieces of an operand as a plain divisor (no dims),
+  never more than the value's elements.
 
 What is missed is what the partitioner adds: the gathered copy of an FSDP weight before its dot, the
 all-reduce buffers of row-parallel dots, resharding copies (an estimate: the figure says so).
@@ -149,7 +151,18 @@ class Propagation:
         if op == "tuple":
             return list(operands)
         if op in ("bitcast", "reshape"):
-            return self._pieces_only(inst, operands[:1])
+            src = operands[0] if operands else WHOLE
+            reshaped = _reshaped(src, comp.operand_shape(inst, 0), inst.shape) if isinstance(src, Split) else None
+            return reshaped or self._pieces_only(inst, operands[:1])
+        if op in ("slice", "dynamic-slice") and operands and isinstance(operands[0], Split):
+            kept = _sliced(operands[0], comp.operand_shape(inst, 0), inst.shape)
+            return kept or self._pieces_only(inst, operands[:1])
+        if op == "gather" and len(operands) >= 2:
+            kept = _gathered(operands[0], operands[1], comp, inst)
+            return kept or self._pieces_only(inst, operands)
+        if op == "concatenate" and operands:
+            kept = _concatenated(operands, inst)
+            return kept or self._pieces_only(inst, operands)
         if op == "transpose" and operands and isinstance(operands[0], Split):
             return _transposed(operands[0], _ints(inst.attr("dimensions")))
         if op == "broadcast" and operands and isinstance(operands[0], Split):
@@ -280,6 +293,87 @@ class Propagation:
             keep = left if math.prod(batch + left) >= math.prod(batch + right) else right
             tiles = batch + (left if keep is left else [1] * len(left)) + (right if keep is right else [1] * len(right))
         return Split(max(1, min(math.prod(tiles), self.devices)), tuple(tiles))
+
+
+def _sliced(src: Split, before: Shape | None, after: Shape | None) -> Split | None:
+    """A slice keeps the splits of the dims it keeps whole (a scan's dynamic-slice of one layer's weights out of
+    the stacked, model-sharded array keeps that layer's model split); a dim it cuts is counted whole."""
+    if src.tiles is None or before is None or after is None or not after.is_array or len(before.dims) != len(after.dims):
+        return None
+    tiles = tuple(t if a == b else 1 for t, a, b in zip(src.tiles, before.dims, after.dims))
+    return Split(math.prod(tiles), tiles)
+
+
+def _gathered(table: Factor, indices: Factor, comp: Computation, inst: Instruction) -> Split | None:
+    """An embedding lookup: the result's batch dims take the indices' splits (the tokens' data split), its
+    offset dims the table's splits on the dims it takes whole."""
+    shape, tshape = inst.shape, comp.operand_shape(inst, 0)
+    ishape = comp.operand_shape(inst, 1)
+    if not (isinstance(table, Split) and isinstance(indices, Split)) or shape is None or not shape.is_array:
+        return None
+    if tshape is None or ishape is None or inst.attr("operand_batching_dims"):
+        return None
+    table = _with_tiles(table, tshape)
+    indices = _with_tiles(indices, ishape)
+    if table.tiles is None or indices.tiles is None:
+        return None
+    offset = _ints(inst.attr("offset_dims"))
+    collapsed = set(_ints(inst.attr("collapsed_slice_dims")))
+    sizes = _ints(inst.attr("slice_sizes"))
+    vector_dim = int(inst.attr("index_vector_dim") or len(ishape.dims))
+    index_tiles = [t for d, t in enumerate(indices.tiles) if d != vector_dim]
+    slice_tiles = [table.tiles[d] if d < len(sizes) and sizes[d] == tshape.dims[d] else 1
+                   for d in range(len(tshape.dims)) if d not in collapsed]
+    if len(index_tiles) + len(slice_tiles) != len(shape.dims) or len(slice_tiles) != len(offset):
+        return None
+    tiles, it, st = [], iter(index_tiles), iter(slice_tiles)
+    for d in range(len(shape.dims)):
+        tiles.append(next(st) if d in offset else next(it))
+    return Split(math.prod(tiles), tuple(tiles))
+
+
+def _concatenated(operands: list[Factor], inst: Instruction) -> Split | None:
+    """Operands split alike, joined along a dim none of them splits (rotary embedding's halves), stay split."""
+    dims = _ints(inst.attr("dimensions"))
+    splits = [f for f in operands if isinstance(f, Split)]
+    if len(splits) != len(operands) or not splits or splits[0].tiles is None or len(dims) != 1:
+        return None
+    tiles = splits[0].tiles
+    if any(f.tiles != tiles for f in splits) or dims[0] >= len(tiles) or tiles[dims[0]] != 1:
+        return None
+    return splits[0]
+
+
+def _reshaped(src: Split, before: Shape | None, after: Shape | None) -> Split | None:
+    """A split carried through a reshape that splits or merges dims: each group of input dims that becomes a
+    group of output dims hands its tiles to the group's major output dim (the partitioner keeps a sharded
+    major dim sharded when it is divisible). None when the dims do not line up (the caller keeps only the
+    number of pieces). Without this, attention scores reshaped to (batch, kv heads, q per kv, s, s) lost the
+    head split they had next to the batch split: a dp x tp step counted them 2-way instead of 4-way."""
+    if (src.tiles is None or before is None or after is None or not before.is_array or not after.is_array
+            or len(src.tiles) != len(before.dims)):
+        return None
+    a, b = list(before.dims), list(after.dims)
+    tiles = [1] * len(b)
+    i = j = 0
+    while i < len(a) and j < len(b):
+        gi, gj = [i], [j]
+        pa, pb = a[i], b[j]
+        while pa != pb:
+            if pa < pb and gi[-1] + 1 < len(a):
+                gi.append(gi[-1] + 1); pa *= a[gi[-1]]
+            elif pb < pa and gj[-1] + 1 < len(b):
+                gj.append(gj[-1] + 1); pb *= b[gj[-1]]
+            else:
+                return None
+        tile = math.prod(src.tiles[k] for k in gi)
+        if any(src.tiles[k] > 1 for k in gi[1:]) or b[gj[0]] % tile:
+            return None  # a split minor dim merged away, or a tile the major output dim cannot hold
+        tiles[gj[0]] = tile
+        i, j = gi[-1] + 1, gj[-1] + 1
+    if any(src.tiles[k] > 1 for k in range(i, len(a))):
+        return None
+    return Split(math.prod(tiles), tuple(tiles))
 
 
 def _with_tiles(split: Split, shape: Shape | None) -> Split:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from corpus import FIXTURES
 from hloscan.analyses.hbm import analyze_modules
-from hloscan.analyses.hbm.partition import Split, shard_factors
+from hloscan.analyses.hbm.partition import Split, _gathered, _reshaped, _sliced, shard_factors
+from hloscan.hlo.ir import Shape
 from hloscan.hlo.sharding import num_partitions
 from hloscan.hlo.parser import parse_module
 
@@ -91,3 +92,33 @@ def test_buffers_live_at_the_peak_are_named_once_and_sized_per_device() -> None:
     assert len(names) == len(set(names))
     assert any("(copy 2)" in n for n in names)
     assert all("devices" in b.shape or "shard of" in b.shape for b in r.live_at_peak if b.bytes > 2**28)
+
+
+# ------------------------------------------------------------------ splits through reshapes, slices, gathers
+def test_a_reshape_hands_a_split_to_the_major_dim_of_its_group():
+    # q heads split 2 ways, (8, 2048, 32, 128) -> (8, 2048, 8, 4, 128): the kv-head dim takes the split.
+    got = _reshaped(Split(4, (2, 1, 2, 1)), Shape("bf16", (8, 2048, 32, 128)), Shape("bf16", (8, 2048, 8, 4, 128)))
+    assert got == Split(4, (2, 1, 2, 1, 1))
+    # A split minor dim merged into a major one cannot be told apart: no tiles.
+    assert _reshaped(Split(2, (1, 2)), Shape("f32", (4, 8)), Shape("f32", (32,))) is None
+
+
+def test_a_slice_keeps_the_splits_of_the_dims_it_keeps_whole():
+    got = _sliced(Split(2, (1, 1, 2)), Shape("f32", (24, 4096, 1024)), Shape("f32", (1, 4096, 1024)))
+    assert got == Split(2, (1, 1, 2))
+    assert _sliced(Split(2, (2, 1)), Shape("f32", (8, 4)), Shape("f32", (4, 4))) == Split(1, (1, 1))
+
+
+def test_an_embedding_gather_takes_the_tokens_split():
+    module = parse_module("""HloModule m
+
+ENTRY %main (t: f32[32000,4096], i: s32[8,2048]) -> f32[8,2048,4096] {
+  %t = f32[32000,4096]{1,0} parameter(0)
+  %i = s32[8,2048]{1,0} parameter(1)
+  %idx = s32[8,2048,1]{2,1,0} reshape(%i)
+  ROOT %g = f32[8,2048,4096]{2,1,0} gather(%t, %idx), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,4096}
+}
+""")
+    comp = module.entry
+    got = _gathered(Split(1), Split(2, (2, 1, 1)), comp, comp.by_name["g"])
+    assert got == Split(2, (2, 1, 1))
