@@ -30,6 +30,7 @@ allocations with Mosaic's tiling.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
@@ -172,7 +173,7 @@ def _partly_accessed(main: Operation, entry: Block) -> frozenset[int]:
     out = set()
     for arg, ops in accesses.items():
         ref = entry.arg_types[arg] if arg < len(entry.arg_types) else None
-        if isinstance(ref, ShapedType) and all(_moves_part_of(op, _elements(ref.shape)) for op in ops):
+        if isinstance(ref, ShapedType) and all(_moves_part_of(op, math.prod(ref.shape)) for op in ops):
             out.add(arg)
     return frozenset(out)
 
@@ -182,14 +183,7 @@ def _moves_part_of(op: Operation, ref_elements: int) -> bool:
         return False
     vectors = [t for t in op.result_types if isinstance(t, ShapedType) and t.kind == "vector"]
     vectors += [_type(v) for v in op.operands if isinstance(v, OpResult) and _is_vector(v)]
-    return bool(vectors) and all(_elements(t.shape) < ref_elements for t in vectors)
-
-
-def _elements(shape: Any) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    return bool(vectors) and all(math.prod(t.shape) < ref_elements for t in vectors)
 
 
 
@@ -494,17 +488,19 @@ def _across_control_flow(operations: list[Operation], inputs_of: dict[int, list[
             defined[k] = position[id(src.op)]
             uses.setdefault(k, []).append((i, op))
             values[k] = src
+    last_use = {k: max(j for j, _ in spans) for k, spans in uses.items()}
     held, peak = [], 0
     for i, op in enumerate(operations):
         if not (op.regions or op.name.endswith(_STORE_SUFFIXES)):
             continue
         across = "control flow" if op.regions else "store"
+        crossing = [k for k in defined if defined[k] < i < last_use[k]]
         live = [_kept_across(values[k], [u for j, u in uses[k] if j < i], [u for j, u in uses[k] if j > i], i,
                              across, inputs_of, defined)
-                for k in defined if defined[k] < i < max(j for j, _ in uses[k])
-                and not (across == "store" and any(j <= i and u.name.endswith(_STORE_SUFFIXES) for j, u in uses[k]))]
+                for k in crossing
+                if not (across == "store" and any(j <= i and u.name.endswith(_STORE_SUFFIXES) for j, u in uses[k]))]
         if op.name.endswith(_LOOP_SUFFIXES):
-            live += _read_by_loop(op, inputs_of, {_key(values[k]) for k in defined if defined[k] < i < max(j for j, _ in uses[k])})
+            live += _read_by_loop(op, inputs_of, set(crossing))
         peak = max(peak, sum(h.bytes for h in live))
         held.extend(live)
     return held, peak
