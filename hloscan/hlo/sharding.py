@@ -134,3 +134,66 @@ def _named(head: str) -> Sharding:
             n *= int(axis.group(3)) if axis.group(3) else sizes.get(axis.group(1), 1)
         tiles.append(n)
     return Sharding("tiled", tuple(tiles), math.prod(sizes.values()) if sizes else 1)
+
+
+_IOTA = re.compile(r"devices=\[([\d,\s]*)\]\s*<=\s*\[([\d,\s]*)\](?:\s*T\(([\d,\s]*)\))?")
+_LISTED = re.compile(r"devices=\[([\d,\s]*)\]\s*([\d][\d,\s]*)")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.replace(" ", "").split(",") if x]
+
+
+def device_coordinates(text: str | None) -> list[dict[int, int]] | None:
+    """For one array's tiled HLO sharding (`devices=[2,1,4]<=[8] last_tile_dim_replicate`,
+    `devices=[4,2]<=[2,4]T(1,0)`, `devices=[2,2]0,2,1,3`): per data dim, the shard index each device holds.
+    Two dims split over the same mesh axis have dependent indices (the partitioner cannot split both)."""
+    if not text:
+        return None
+    iota, listed = _IOTA.search(text), _LISTED.search(text)
+    if iota:
+        dims = _ints(iota.group(1))
+        order = _iota_order(_ints(iota.group(2)), _ints(iota.group(3)) if iota.group(3) else None)
+    elif listed:
+        dims, order = _ints(listed.group(1)), _ints(listed.group(2))
+    else:
+        return None
+    if not dims or len(order) != math.prod(dims):
+        return None
+    sharding = _single(text.strip().strip("{}"))
+    data = len(sharding.tiles or ())
+    coords: list[dict[int, int]] = [{} for _ in range(data)]
+    for flat, device in enumerate(order):
+        rest = flat
+        index = []
+        for size in reversed(dims):
+            index.append(rest % size)
+            rest //= size
+        index.reverse()
+        for d in range(data):
+            coords[d][device] = index[d]
+    return coords
+
+
+def _iota_order(reshape: list[int], perm: list[int] | None) -> list[int]:
+    """The device ids of `<=[reshape]T(perm)`, in row-major order of the transposed array."""
+    n = math.prod(reshape)
+    if not perm:
+        return list(range(n))
+    strides = [math.prod(reshape[k + 1:]) for k in range(len(reshape))]
+    shape = [reshape[p] for p in perm]
+    out = []
+    for flat in range(n):
+        rest, src = flat, 0
+        for axis in reversed(range(len(shape))):
+            src += (rest % shape[axis]) * strides[perm[axis]]
+            rest //= shape[axis]
+        out.append(src)
+    return out
+
+
+def independent(a: dict[int, int], b: dict[int, int]) -> bool:
+    """Whether two dims' shard indices vary independently over the devices (different mesh axes)."""
+    pairs = {(a[d], b[d]) for d in a if d in b}
+    return len(pairs) == len(set(a.values())) * len(set(b.values()))
+

@@ -41,3 +41,15 @@ def test_tuple_shardings_have_one_entry_per_leaf() -> None:
 
 def test_no_sharding_is_none() -> None:
     assert parse_sharding(None) is None
+
+
+def test_device_coordinates_tell_which_dims_share_a_mesh_axis():
+    from hloscan.hlo.sharding import device_coordinates, independent
+    table = device_coordinates("{devices=[4,2]<=[2,4]T(1,0)}")  # P(model, data) on a (2, 4) mesh
+    tokens = device_coordinates("{devices=[2,1,4]<=[8] last_tile_dim_replicate}")  # P(data)
+    assert len(table) == 2 and len(tokens) == 2  # data dims only, not the replication dim
+    assert table[1] == {d: d // 4 for d in range(8)} and tokens[0] == {d: d // 4 for d in range(8)}
+    assert not independent(tokens[0], table[1]) and independent(tokens[0], table[0])
+    listed = device_coordinates("{devices=[2,2]0,2,1,3}")
+    assert listed[0] == {0: 0, 2: 0, 1: 1, 3: 1} and independent(listed[0], listed[1])
+    assert device_coordinates("{replicated}") is None and device_coordinates(None) is None

@@ -114,6 +114,7 @@ class Simulation:
     peak_bytes: int
     peak_position: int
     positions: list[tuple[Computation, Instruction]] = field(default_factory=list)
+    host_copies: int = 0  # device copies of host-memory arguments the prediction placed
 
     def live_at_peak(self) -> list[BufferLife]:
         live = [b for b in self.buffers if b.role == "temp" and b.start <= self.peak_position <= b.end]
@@ -180,9 +181,12 @@ def _host_placement(inst: Instruction) -> str | None:
 class Simulator:
     """Builds values and buffers for one module; `run()` returns the Simulation."""
 
-    def __init__(self, module: Module, predict: bool, generation: str | None = None):
+    def __init__(self, module: Module, predict: bool, generation: str | None = None,
+                 hoist_host_copies: bool = False):
         self.module = module
         self.predict = predict
+        self.hoist_host_copies = hoist_host_copies
+        self.host_copies = 0  # device copies of host-memory entry arguments (prediction mode)
         self.uf = _UnionFind()
         self.values: list[Value] = []
         self.position = 0
@@ -516,11 +520,25 @@ class Simulator:
     def _placement(self, comp: Computation, inst: Instruction, operands: list[Tree], placement: str) -> Tree:
         src = self._materialize(operands[0]) if operands else []
         self._use(src)
+        if placement == "device" and self.predict and self._host_argument(src):
+            # An offloaded argument copied to the device: XLA turns the move into an async copy its
+            # scheduler may start anywhere from the program's start to this use (`hoist_host_copies`).
+            self.host_copies += 1
+            saved = self.position
+            self.position = 0 if self.hoist_host_copies else saved
+            tree = self._new(inst, comp, inst.shape)
+            self.position = saved
+            self._use(tree)
+            return tree
         tree = self._new(inst, comp, inst.shape)
         if placement == "host":
             for vid in self._leaves(tree):
                 self.values[vid].host = True
         return tree
+
+    def _host_argument(self, tree: Tree) -> bool:
+        leaves = self._leaves(tree)
+        return bool(leaves) and all(v in self.param_roots and self.values[v].host for v in leaves)
 
     def _in_place(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
         """dynamic-update-slice/scatter write into operand 0's buffer; a host update makes it a host buffer."""
@@ -677,7 +695,7 @@ class Simulator:
             # A scheduled module's temporaries sit at fixed offsets in XLA's heap: the holes count too.
             heap = packed_heap_bytes(Interval(b.start, b.end, b.bytes) for b in temps)
             peak = max(peak, heap or 0)
-        return Simulation(lives, peak, at, self.positions)
+        return Simulation(lives, peak, at, self.positions, self.host_copies)
 
     def _place_in_argument_and_output_buffers(self, lives: list[BufferLife], groups: dict[int, list[Value]],
                                               hosts: list[donated.Host]) -> None:
@@ -785,8 +803,11 @@ def _fusion_in_place(called: Computation, operands: list[Tree], fresh) -> Tree |
             for i, k in enumerate(targets)]
 
 
-def simulate(module: Module, predict: bool, generation: str | None = None) -> Simulation:
-    return Simulator(module, predict, generation).run()
+def simulate(module: Module, predict: bool, generation: str | None = None,
+             hoist_host_copies: bool = False) -> Simulation:
+    """`hoist_host_copies`: device copies of host-memory arguments start at the program's start, not at
+    their first use (prediction only; the two bound what XLA's scheduler does)."""
+    return Simulator(module, predict, generation, hoist_host_copies).run()
 
 
 def _vmem_for_temporaries(tpu: str | None) -> int:

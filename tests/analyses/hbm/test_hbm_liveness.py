@@ -187,3 +187,37 @@ def test_an_expensive_value_with_two_readers_keeps_a_buffer_before_fusion():
         return {b.value.inst.name for b in sim.buffers if b.role == "temp" and b.bytes >= 4 * 1024 * 1024}
     assert "e" in named("exponential")
     assert "e" not in named("negate")
+
+
+# Optimizer state offloaded to host, moved to the device for the update after a big backward temporary.
+HOST_STATE_UPDATE = """HloModule host_state, entry_computation_layout={(f32[8192,8192]{1,0}, f32[8192,8192]{1,0:S(5)})->(f32[8192,8192]{1,0}, f32[8192,8192]{1,0:S(5)})}
+
+ENTRY %main (p: f32[8192,8192], m: f32[8192,8192]) -> (f32[8192,8192], f32[8192,8192]) {
+  %p = f32[8192,8192]{1,0} parameter(0)
+  %m = f32[8192,8192]{1,0} parameter(1)
+  %big = f32[32768,8192]{1,0} custom-call(%p), custom_call_target="backward"
+  %g = f32[8192,8192]{1,0} custom-call(%big), custom_call_target="reduce_rows"
+  %md = f32[8192,8192]{1,0} custom-call(%m), custom_call_target="annotate_device_placement", frontend_attributes={_xla_buffer_placement="device"}
+  %mn = f32[8192,8192]{1,0} add(%md, %g)
+  %pn = f32[8192,8192]{1,0} subtract(%p, %mn)
+  %mh = f32[8192,8192]{1,0} custom-call(%mn), custom_call_target="annotate_device_placement", frontend_attributes={_xla_buffer_placement="pinned_host"}
+  ROOT %out = (f32[8192,8192]{1,0}, f32[8192,8192]{1,0}) tuple(%pn, %mh)
+}
+"""
+
+
+def test_device_copies_of_host_arguments_are_predicted_between_their_use_and_the_start():
+    """XLA's scheduler starts the copy of offloaded state anywhere from the program's start to its use: the
+    prediction is the middle of the two peaks and says so."""
+    (module,) = load_text(HOST_STATE_UPDATE)
+    late = simulate(module, predict=True)
+    early = simulate(module, predict=True, hoist_host_copies=True)
+    assert late.host_copies == early.host_copies == 1
+    mib = 2**20
+    # At use the backward's 1G temporary and the 256M gradient are the peak; from the start, the state's 256M
+    # device copy is live beside them.
+    assert (late.peak_bytes, early.peak_bytes) == (1280 * mib, 1536 * mib)
+    (r,) = analyze_modules([module], "before_optimizations.txt", "v6e", use_reports=False)
+    bounds = [simulate(module, predict=True, generation="v6e", hoist_host_copies=h).peak_bytes for h in (False, True)]
+    assert bounds[0] < bounds[1] and r.temporaries_bytes == sum(bounds) // 2
+    assert any("host-memory argument(s) copied to the device" in n for n in r.notes)

@@ -122,3 +122,30 @@ ENTRY %main (t: f32[32000,4096], i: s32[8,2048]) -> f32[8,2048,4096] {
     comp = module.entry
     got = _gathered(Split(1), Split(2, (2, 1, 1)), comp, comp.by_name["g"])
     assert got == Split(2, (2, 1, 1))
+
+
+def test_a_squeezed_unit_dim_keeps_the_splits_of_a_reshape():
+    # One layer's weights out of a stacked (L, d, f) array split (1, 2, 4): squeezing the layer dim keeps both.
+    got = _reshaped(Split(8, (1, 2, 4)), Shape("f32", (1, 3072, 8192)), Shape("f32", (3072, 8192)))
+    assert got == Split(8, (2, 4))
+
+
+GATHER_ON_ONE_AXIS = """HloModule m, num_partitions=8
+
+ENTRY %main (t: f32[32000,3072], i: s32[32,4096]) -> f32[32,4096,3072] {
+  %t = f32[32000,3072]{1,0} parameter(0), sharding={devices=[4,2]<=[2,4]T(1,0)}
+  %i = s32[32,4096]{1,0} parameter(1), sharding={devices=[TILES]<=ORDER last_tile_dim_replicate}
+  %idx = s32[32,4096,1]{2,1,0} reshape(%i)
+  ROOT %g = f32[32,4096,3072]{2,1,0} gather(%t, %idx), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,3072}
+}
+"""
+
+
+def test_an_embedding_gather_keeps_the_tables_split_when_the_tokens_use_the_same_mesh_axis():
+    # fsdp_tp over (data 2, model 4): embed P(model, data), tokens P(data). The tokens' batch and the table's
+    # d are both split over `data`: the partitioner keeps d split and the batch whole.
+    same = parse_module(GATHER_ON_ONE_AXIS.replace("TILES", "2,1,4").replace("ORDER", "[8]"))
+    assert shard_factors(same)[(same.entry.name, "g")] == Split(2, (1, 1, 2))
+    # Tokens split over the other axis (device index mod 4, `model`): both splits are kept.
+    other = parse_module(GATHER_ON_ONE_AXIS.replace("TILES", "4,1,2").replace("ORDER", "[2,4]T(1,0)"))
+    assert shard_factors(other)[(other.entry.name, "g")] == Split(8, (4, 1, 2))
