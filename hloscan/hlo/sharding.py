@@ -86,6 +86,10 @@ def _split_tuple(body: str) -> list[str]:
     return parts
 
 
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.replace(" ", "").split(",") if x]
+
+
 def _single(body: str) -> Sharding:
     head = body.strip()
     if head.startswith(("replicated", "unreduced")):
@@ -101,7 +105,7 @@ def _single(body: str) -> Sharding:
     m = _DEVICES.search(head)
     if not m:
         return Sharding("unknown")
-    dims = [int(x) for x in m.group(1).replace(" ", "").split(",") if x]
+    dims = _ints(m.group(1))
     trailing = 0
     if "last_tile_dim_replicate" in head:
         trailing = 1
@@ -140,10 +144,6 @@ _IOTA = re.compile(r"devices=\[([\d,\s]*)\]\s*<=\s*\[([\d,\s]*)\](?:\s*T\(([\d,\
 _LISTED = re.compile(r"devices=\[([\d,\s]*)\]\s*([\d][\d,\s]*)")
 
 
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.replace(" ", "").split(",") if x]
-
-
 def device_coordinates(text: str | None) -> list[dict[int, int]] | None:
     """For one array's tiled HLO sharding (`devices=[2,1,4]<=[8] last_tile_dim_replicate`,
     `devices=[4,2]<=[2,4]T(1,0)`, `devices=[2,2]0,2,1,3`): per data dim, the shard index each device holds.
@@ -164,12 +164,7 @@ def device_coordinates(text: str | None) -> list[dict[int, int]] | None:
     data = len(sharding.tiles or ())
     coords: list[dict[int, int]] = [{} for _ in range(data)]
     for flat, device in enumerate(order):
-        rest = flat
-        index = []
-        for size in reversed(dims):
-            index.append(rest % size)
-            rest //= size
-        index.reverse()
+        index = _unravel(flat, dims)
         for d in range(data):
             coords[d][device] = index[d]
     return coords
@@ -182,14 +177,16 @@ def _iota_order(reshape: list[int], perm: list[int] | None) -> list[int]:
         return list(range(n))
     strides = [math.prod(reshape[k + 1:]) for k in range(len(reshape))]
     shape = [reshape[p] for p in perm]
-    out = []
-    for flat in range(n):
-        rest, src = flat, 0
-        for axis in reversed(range(len(shape))):
-            src += (rest % shape[axis]) * strides[perm[axis]]
-            rest //= shape[axis]
-        out.append(src)
-    return out
+    return [sum(i * strides[p] for i, p in zip(_unravel(flat, shape), perm)) for flat in range(n)]
+
+
+def _unravel(flat: int, shape: list[int]) -> list[int]:
+    """The row-major index of element `flat` of an array of `shape`."""
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size)
+        flat //= size
+    return index[::-1]
 
 
 def independent(a: dict[int, int], b: dict[int, int]) -> bool:

@@ -520,17 +520,17 @@ class Simulator:
     def _placement(self, comp: Computation, inst: Instruction, operands: list[Tree], placement: str) -> Tree:
         src = self._materialize(operands[0]) if operands else []
         self._use(src)
-        if placement == "device" and self.predict and self._host_argument(src):
-            # An offloaded argument copied to the device: XLA turns the move into an async copy its
-            # scheduler may start anywhere from the program's start to this use (`hoist_host_copies`).
-            self.host_copies += 1
-            saved = self.position
-            self.position = 0 if self.hoist_host_copies else saved
-            tree = self._new(inst, comp, inst.shape)
-            self.position = saved
-            self._use(tree)
-            return tree
+        # An offloaded argument copied to the device: XLA turns the move into an async copy its scheduler may
+        # start anywhere from the program's start to this use (`hoist_host_copies`).
+        host_copy = placement == "device" and self.predict and self._host_argument(src)
+        self.host_copies += host_copy
+        saved = self.position
+        if host_copy and self.hoist_host_copies:
+            self.position = 0
         tree = self._new(inst, comp, inst.shape)
+        self.position = saved
+        if host_copy:
+            self._use(tree)
         if placement == "host":
             for vid in self._leaves(tree):
                 self.values[vid].host = True

@@ -322,12 +322,11 @@ def _gathered(table: Factor, indices: Factor, comp: Computation, inst: Instructi
     sizes = _ints(inst.attr("slice_sizes"))
     vector_dim = int(inst.attr("index_vector_dim") or len(ishape.dims))
     index_tiles = [t for d, t in enumerate(indices.tiles) if d != vector_dim]
-    slice_tiles = [table.tiles[d] if d < len(sizes) and sizes[d] == tshape.dims[d] else 1
-                   for d in range(len(tshape.dims)) if d not in collapsed]
+    whole = [d for d in range(len(tshape.dims)) if d not in collapsed and d < len(sizes) and sizes[d] == tshape.dims[d]]
+    slice_tiles = [table.tiles[d] if d in whole else 1 for d in range(len(tshape.dims)) if d not in collapsed]
     if len(index_tiles) + len(slice_tiles) != len(shape.dims) or len(slice_tiles) != len(offset):
         return None
-    if any(t > 1 for t in index_tiles) and _split_on_one_axis(comp, inst, slice_dims=[
-            d for d in range(len(tshape.dims)) if d not in collapsed and d < len(sizes) and sizes[d] == tshape.dims[d]]):
+    if any(t > 1 for t in index_tiles) and _split_on_one_axis(comp, inst, slice_dims=whole):
         # The table's dim and the tokens' batch are split over the same mesh axis (fsdp_tp: embed
         # P(model, data), tokens P(data)): the partitioner cannot split both, and keeps the table's (a dp x
         # fsdp_tp step on v7x held its residual stream whole in batch, d split 2 ways).
@@ -363,7 +362,7 @@ def _annotated_source(comp: Computation, name: str, depth: int = 8) -> str | Non
         if inst.opcode not in ELEMENTWISE_KEEP and inst.opcode not in ("reshape", "bitcast", "broadcast"):
             return None
         count = _elements(inst.shape)
-        same = [op for op in inst.operands if _elements(comp.operand_shape(inst, inst.operands.index(op))) == count]
+        same = [op for i, op in enumerate(inst.operands) if _elements(comp.operand_shape(inst, i)) == count]
         inst = comp.by_name.get(same[0].name or "") if same else None
         depth -= 1
     return None
