@@ -80,6 +80,7 @@ class Propagation:
         self.comps = module.computations_by_name
         self.factors: dict[tuple[str, str], Factor] = {}
         self._visited: set[str] = set()
+        self._loop_states: dict[str, Factor] = {}  # a while body's state splits, for a loop reached again
         self._depth = 0
 
     def run(self) -> dict[tuple[str, str], Factor]:
@@ -182,14 +183,19 @@ class Propagation:
             # residuals, zeros split like the slices updated into them) counts too: twice round the body.
             state = operands[0] if operands else WHOLE
             body = self._callee(inst.attr("body"))
-            if body is None or body.name in self._visited:
+            if body is None:
                 return state
+            if body.name in self._visited:
+                # Reached again (a scan inside a gradient-accumulation loop's body, propagated twice): the
+                # state keeps what the body wrote into it the first time.
+                return _merge(state, self._loop_states.get(body.name, state))
             self._visited.add(body.name)
             for _ in range(2):
                 merged = _merge(state, self._computation(body, {0: state}))
                 if merged == state:
                     break
                 state = merged
+            self._loop_states[body.name] = state
             cond = self._callee(inst.attr("condition"))
             if cond is not None and cond.name not in self._visited:
                 self._visited.add(cond.name)
