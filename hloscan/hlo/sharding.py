@@ -14,6 +14,15 @@ import math
 import re
 from dataclasses import dataclass
 
+# Custom calls that only annotate how a value is split (with_sharding_constraint, shard_map's entry and exit,
+# Shardy's result shardings): the SPMD partitioner removes them, so the value flows through them unchanged.
+# MANUAL_REGION_BOUNDS only change the view between a global array and one device's part of it (a shard_map's
+# entry and exit): the device's buffer is the same memory on both sides.
+MANUAL_REGION_BOUNDS = frozenset({
+    "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
+})
+SHARDING_ANNOTATIONS = MANUAL_REGION_BOUNDS | {"Sharding", "xla.sdy.FuncResultSharding"}
+
 _DEVICES = re.compile(r"devices=\[([\d,\s]*)\]")
 _LAST_DIMS = re.compile(r"last_tile_dims=\{([^}]*)\}")
 _MESH = re.compile(r"mesh\[([^\]]*)\]")

@@ -48,6 +48,8 @@ class Split:
 
 
 WHOLE = Split(1)
+# Custom calls that enter a manual (shard_map) region, GSPMD's and Shardy's: their results are one device's.
+_ENTER_MANUAL = frozenset({"SPMDFullToShardShape", "xla.sdy.GlobalToLocalShape"})
 _MAX_DEPTH = 64
 Factor = Union[Split, list]  # a Split per array leaf, nested lists for tuples
 
@@ -135,8 +137,10 @@ class Propagation:
         operands = [self._operand(env, inst, i) for i in range(len(inst.operands))]
         if op == "parameter":
             return self._annotated(inst) or params.get(inst.parameter_number or 0, self._whole(inst.shape))
-        if op == "custom-call" and inst.custom_call_target == "SPMDFullToShardShape":
+        if op == "custom-call" and inst.custom_call_target in _ENTER_MANUAL:
             return self._whole(inst.shape)  # a manual (shard_map) region: shapes are already one device's
+        if op == "custom-call" and inst.custom_call_target == "xla.sdy.LocalToGlobalShape":
+            return self._leaving_manual(comp, inst)
         annotated = self._annotated(inst)
         if op in ("while", "call", "conditional"):
             result = self._control(inst, operands)
@@ -234,6 +238,24 @@ class Propagation:
                     "broadcast", "constant", "iota", "copy"):
                 env[producer.name] = state[k]
                 self.factors[(comp.name, producer.name)] = state[k]
+
+    def _leaving_manual(self, comp: Computation, inst: Instruction) -> Factor:
+        """Shardy's exit from a shard_map region turns each one-device value back into a global one. The
+        split of each is exact without reading the `xla.sdy.out_shardings` it carries: the global dims over the
+        local dims the region computed (rounded up, as the partitioner pads)."""
+        shape = inst.shape
+        if shape is None:
+            return WHOLE
+        leaves = list(shape.tuple_shapes) if shape.is_tuple else [shape]
+        splits: list[Factor] = []
+        for i, leaf in enumerate(leaves):
+            local = comp.operand_shape(inst, i) if i < len(inst.operands) else None
+            if local is None or not local.is_array or not leaf.is_array or len(local.dims) != len(leaf.dims):
+                splits.append(WHOLE)
+                continue
+            tiles = tuple(max(1, -(-g // l)) if l else 1 for g, l in zip(leaf.dims, local.dims))
+            splits.append(Split(max(1, min(math.prod(tiles), self.devices)), tiles))
+        return splits if shape.is_tuple else splits[0]
 
     def _pieces_only(self, inst: Instruction, operands: list[Factor]) -> Factor:
         shape = inst.shape

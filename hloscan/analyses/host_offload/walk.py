@@ -23,6 +23,7 @@ from typing import Iterable, Iterator
 from hloscan.hlo.attrs import parse_frontend_attributes, parse_int_list, parse_name_list
 from hloscan.hlo.graph import called_computations
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Computation, Instruction, Module, Shape
+from hloscan.hlo.sharding import SHARDING_ANNOTATIONS
 from hloscan.hlo.signature import parse_computation_layout
 
 log = logging.getLogger(__name__)
@@ -34,10 +35,7 @@ MOVE_TO_HOST = frozenset({"MoveToHost", "PipelineForward"})  # PipelineForward: 
 MOVE_TO_DEVICE = frozenset({"MoveToDevice", "PipelineBackward"})
 HOST_PLACEMENTS = frozenset({"pinned_host", "unpinned_host"})
 # Removed by SPMD partitioning / Shardy export before HostOffloader runs, so the value flows through them.
-PIPELINE_TRANSPARENT = frozenset({
-    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.FuncResultSharding",
-    "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
-})
+PIPELINE_TRANSPARENT = SHARDING_ANNOTATIONS
 # host_offload_utils::IsValidDuringPureMemoryOffload: these get S(5) and are not host compute.
 PURE_MEMORY_OPS = frozenset({
     "get-tuple-element", "bitcast", "tuple", "call", "while", "conditional", "parameter", "opt-barrier",

@@ -133,6 +133,41 @@ def test_a_scan_inside_an_accumulation_loop_keeps_its_stacked_buffers_split() ->
     assert splits[("outer_body", "w")][1].pieces == 4
 
 
+# A shard_map exported by Shardy: its region computes on one device's part, its exit makes it global again.
+SHARD_MAP = """HloModule shmap, num_partitions=4
+
+%local (a: f32[256,256]) -> f32[256,256] {
+  %a = f32[256,256]{1,0} parameter(0)
+  ROOT %t = f32[256,256]{1,0} tanh(%a)
+}
+
+ENTRY %main (x: f32[1024,256]) -> f32[1024,256] {
+  %x = f32[1024,256]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  %in = f32[256,256]{1,0} custom-call(%x), custom_call_target="xla.sdy.GlobalToLocalShape"
+  %body = f32[256,256]{1,0} call(%in), to_apply=%local
+  %out = f32[1024,256]{1,0} custom-call(%body), custom_call_target="xla.sdy.LocalToGlobalShape"
+  ROOT %y = f32[1024,256]{1,0} exponential(%out)
+}
+"""
+
+
+def test_a_shard_maps_exit_is_split_as_its_local_values_are() -> None:
+    module = parse_module(SHARD_MAP)
+    splits = shard_factors(module)
+    entry = module.entry.name
+    assert splits[(entry, "in")] == Split(1)  # already one device's: not divided again
+    assert splits[(entry, "out")] == Split(4, (4, 1))  # global dims over the region's local dims
+    assert splits[(entry, "y")] == Split(4, (4, 1))
+
+
+def test_a_shard_maps_entry_and_exit_are_views_of_one_buffer() -> None:
+    from hloscan.analyses.hbm.liveness import simulate
+    sim = simulate(parse_module(SHARD_MAP), predict=True, generation="v5e")
+    made = {b.value.inst.name for b in sim.buffers}
+    assert "in" not in made and "out" not in made
+    assert made == {"x", "y"}  # the argument and the output; the tanh fuses into the exponential
+
+
 def test_a_one_device_module_has_no_splits() -> None:
     assert shard_factors(parse_module(LOOP.replace(", num_partitions=4", ""))) is None
 
