@@ -277,7 +277,48 @@ def module_signature(module: Module, parse_shape: ShapeParser | None = None,
         leaf_aliases = tuple(by_output.get(index, ()))
         entry = _entry("output", ordinal, index, leaf, inst, module, resolver, leaf_aliases, False)
         outputs.append(_on_device(entry, root_shards[ordinal] if ordinal < len(root_shards) else None, devices))
+    entries, outputs = _with_donations(entries, outputs)
     return Signature(module.name, tuple(entries), tuple(outputs), source, tuple(warnings))
+
+
+def _with_donations(params: list[SignatureEntry], outputs: list[SignatureEntry]
+                    ) -> tuple[list[SignatureEntry], list[SignatureEntry]]:
+    """The aliases XLA will make of `buffer_donor` parameters (jax's donate_argnums under shard_map, or
+    donation it leaves to the compiler). Its OptimizeInputOutputBufferAlias pass pairs, per memory space,
+    donated leaves with outputs of the same buffer size: both sorted by size, largest first (stable), matched
+    two at a time. Without this a donated update counted its outputs as new buffers beside the arguments."""
+    added: list[Alias] = []
+    for space in sorted({p.memory_space for p in params if p.donated}):
+        donors = sorted((p for p in params if p.donated and not p.aliases and p.memory_space == space),
+                        key=lambda p: -p.device_bytes)
+        donees = sorted((o for o in outputs if not o.aliases and o.memory_space == space),
+                        key=lambda o: -o.device_bytes)
+        i = j = 0
+        while i < len(donors) and j < len(donees):
+            have, want = donors[i].device_bytes, donees[j].device_bytes
+            if have == want:
+                added.append(Alias(donees[j].shape_index, donors[i].index, donors[i].shape_index))
+            i += have >= want
+            j += have <= want
+    if not added:
+        return params, outputs
+    by_parameter = {(a.parameter, a.parameter_index): a for a in added}
+    by_output = {a.output_index: a for a in added}
+    params = [dataclasses.replace(p, aliases=p.aliases + (by_parameter[(p.index, p.shape_index)],))
+              if (p.index, p.shape_index) in by_parameter else p for p in params]
+    outputs = [dataclasses.replace(o, aliases=o.aliases + (by_output[o.shape_index],))
+               if o.shape_index in by_output else o for o in outputs]
+    return params, outputs
+
+
+def entry_aliases(module: Module) -> list[Alias]:
+    """Every output buffer that will alias a parameter: `input_output_alias`, and the donated parameters
+    XLA will pair with outputs (`buffer_donor`)."""
+    explicit = parse_aliases(module.attr("input_output_alias"))
+    if not module.attr("buffer_donor"):
+        return explicit
+    return sorted({a for o in module_signature(module).outputs for a in o.aliases} | set(explicit),
+                  key=lambda a: (a.output_index, a.parameter))
 
 
 def _leaf_shardings(inst: Instruction | None, devices: int) -> list[Sharding]:
@@ -542,5 +583,5 @@ def render_diff(diff: SignatureDiff) -> str:
     return "\n".join(lines)
 
 __all__ = ["Alias", "Change", "EntryDiff", "Signature", "SignatureDiff", "SignatureEntry", "diff_signatures",
-           "module_signature", "parse_aliases", "parse_computation_layout", "parse_donors", "render_diff",
+           "entry_aliases", "module_signature", "parse_aliases", "parse_computation_layout", "parse_donors", "render_diff",
            "render_signature", "set_source_resolver"]

@@ -201,3 +201,30 @@ def test_untiled_side_is_warned_about():
     diff = diff_signatures(untiled, _sig(OLD))
     assert diff.warnings and "no tiled layouts" in diff.warnings[0]
     assert "warning:" in render_diff(diff)
+
+
+DONORS = """HloModule donors, buffer_donor={ (0, {}), (1, {}), (2, {}) }, entry_computation_layout={(f32[8,128]{1,0:T(8,128)}, f32[16,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)})->(f32[16,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)}, f32[4]{0:T(256)})}
+
+ENTRY %main (a: f32[8,128], b: f32[16,128], c: f32[8,128]) -> (f32[16,128], f32[8,128], f32[4]) {
+  %a = f32[8,128]{1,0} parameter(0)
+  %b = f32[16,128]{1,0} parameter(1)
+  %c = f32[8,128]{1,0} parameter(2)
+  %b2 = f32[16,128]{1,0} negate(%b)
+  %a2 = f32[8,128]{1,0} add(%a, %c)
+  %s = f32[4]{0} slice(%b), slice={[0:1], [0:4]}
+  ROOT %t = (f32[16,128]{1,0}, f32[8,128]{1,0}, f32[4]{0}) tuple(%b2, %a2, %s)
+}
+"""
+
+
+def test_donated_parameters_alias_outputs_of_their_size_as_xla_pairs_them():
+    """`buffer_donor` (jax's donation under shard_map) leaves the aliasing to XLA, which pairs donors and
+    outputs of equal buffer size, both sorted largest first and the earlier parameter first among equals."""
+    from hloscan.hlo.signature import entry_aliases
+    module = parse_text(DONORS)[0]
+    pairs = [(a.output_index, a.parameter) for a in entry_aliases(module)]
+    assert pairs == [((0,), 1), ((1,), 0)]  # the 16-row output takes b, the 8-row one a (not c); f32[4] none
+    sig = module_signature(module)
+    assert [bool(p.aliases) for p in sig.parameters] == [True, True, False]
+    report = memory_report(sig).spaces[0]
+    assert report.output_bytes == 256 * 4 and report.aliased_output_bytes == 16 * 128 * 4 + 8 * 128 * 4

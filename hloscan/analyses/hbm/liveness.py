@@ -18,7 +18,7 @@ Two modes:
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hloscan.analyses.tpu import GENERATIONS, canonical_name
 from hloscan.hlo.attrs import parse_frontend_attributes, parse_name_list
@@ -26,7 +26,7 @@ from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 from hloscan.hlo.layout import UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes, with_layout
 from hloscan.hlo.ir import Layout
 from hloscan.hlo.sharding import MANUAL_REGION_BOUNDS
-from hloscan.hlo.signature import entry_parameter_shapes, parse_aliases
+from hloscan.hlo.signature import entry_aliases, entry_parameter_shapes
 from hloscan.analyses.hbm import donated
 from hloscan.analyses.hbm.packing import Interval, packed_heap_bytes
 from hloscan.analyses.hbm.partition import WHOLE, Split, shard_factors
@@ -38,6 +38,8 @@ HOST_PLACEMENTS = ("pinned_host", "unpinned_host")
 # Instructions whose result is (part of) an operand's buffer: no new memory.
 FORWARDING = frozenset({"get-tuple-element", "tuple", "bitcast", "optimization-barrier", "opt-barrier",
                         "copy-done", "add-dependency", "domain"})
+# Sharding custom calls whose result is their operand's buffer before partitioning (prediction only).
+VIEWS_BEFORE_PARTITIONING = MANUAL_REGION_BOUNDS | {"xla.sdy.FuncResultSharding"}
 # Ops XLA fuses into their consumers before it assigns buffers (prediction mode only).
 CHEAP = frozenset({
     "abs", "add", "and", "atan2", "broadcast", "cbrt", "ceil", "clamp", "compare", "complex", "concatenate",
@@ -201,6 +203,7 @@ class Simulator:
         self.generation = generation
         # Loop-invariant converts XLA hoists out of while loops (and CSEs across loops): leaf -> hoisted copy.
         self.invariants: list[tuple[int, set[int]]] = []  # (while start position, invariant leaf ids)
+        self.loops: list[tuple[int, int, list[int]]] = []  # (first, last position, state leaves) per while run
         self.hoisted: dict[tuple[int, str], int] = {}
         self.user_counts: dict[str, dict[str, int]] = {}
         # A multi-device module before partitioning: each value is sized as one device's shard (partition.py).
@@ -284,7 +287,8 @@ class Simulator:
         layouts = entry_parameter_shapes(self.module)
         params = {}
         for number, inst in entry.parameter_instructions.items():
-            tree = self._new(inst, entry, inst.shape) if inst.shape is not None else []
+            shape = _compiled_layout(inst.shape, layouts[number]) if number < len(layouts) else inst.shape
+            tree = self._new(inst, entry, shape) if shape is not None else []
             if number < len(layouts):
                 self._mark_host_leaves(tree, layouts[number])
             params[number] = tree
@@ -309,11 +313,36 @@ class Simulator:
                 self._mark_host_leaves(sub, sub_layout)
 
     def _apply_io_aliases(self, params: dict[int, Tree], root: Tree) -> None:
-        for alias in parse_aliases(self.module.attr("input_output_alias")):
+        last_read = self._last_reads()
+        for alias in entry_aliases(self.module):
             out = _subtree(root, alias.output_index)
             inp = _subtree(params.get(alias.parameter, []), alias.parameter_index)
-            if out is not None and inp is not None:
-                self._union_trees(out, inp)
+            if out is None or inp is None:
+                continue
+            if self.predict and isinstance(out, int) and isinstance(inp, int) and \
+                    self._written_while_read(out, last_read[self.uf.find(inp)]):
+                # The loop writing the output still reads the donated argument (a decode step's new KV cache
+                # stacked by the layer scan that reads the old one): XLA gives the output a buffer of its own
+                # and copies it into the argument's at the end (two cache-sized temporaries, compiled).
+                continue
+            self._union_trees(out, inp)
+
+    def _last_reads(self) -> dict[int, int]:
+        """Per merged buffer, the position of its last read."""
+        last: dict[int, int] = {}
+        for v in self.values:
+            r = self.uf.find(v.id)
+            last[r] = max(last.get(r, v.last_use), v.last_use)
+        return last
+
+    def _written_while_read(self, out: int, read_at: int) -> bool:
+        """Whether `out` is the state of a loop that runs past `read_at` (and so writes it while a buffer
+        last read at `read_at` is still in use)."""
+        o = self.uf.find(out)
+        for first, last, leaves in self.loops:
+            if first < read_at <= last and any(self.uf.find(v) == o for v in leaves):
+                return True
+        return False
 
     def _computation(self, comp: Computation, params: dict[int, Tree]) -> Tree:
         """Simulate a computation inline; returns the root's tree."""
@@ -360,7 +389,7 @@ class Simulator:
             return started[0]
         if op in FORWARDING or (op == "bitcast"):
             return operands[0] if operands else []
-        if self.predict and op == "custom-call" and inst.custom_call_target in MANUAL_REGION_BOUNDS:
+        if self.predict and op == "custom-call" and inst.custom_call_target in VIEWS_BEFORE_PARTITIONING:
             # Not partitioned yet: a shard_map's entry or exit is a view of its operand's buffer (counted as
             # new, a shard_map's local view of its weights was a second copy of every one of them). A
             # `Sharding` constraint is not: the partitioner turns it into a copy, a resharding when it
@@ -610,6 +639,7 @@ class Simulator:
             if body is not None and self.predict:
                 init = self._copy_shared_state(comp, inst, body, init, fresh)
             result = init
+            loop_start = self.position
             if body is not None:
                 if self.predict:
                     self.invariants.append((self.position, self._invariant_leaves(body, init)))
@@ -623,6 +653,7 @@ class Simulator:
                 self._union_trees(init, out)
             self.positions.append((comp, inst))
             self.position += 1
+            self.loops.append((loop_start, self.position, self._leaves(result)))
             return result
         if op == "call":
             callee = self._callee(inst.attr("to_apply"))
@@ -721,6 +752,23 @@ class Simulator:
     def _copied_values(self, members: list[Value]) -> frozenset[int]:
         """The values the copies among `members` read (their operands' leaves)."""
         return frozenset(vid for v in members for vid in self.copy_reads.get(v.id, ()))
+
+
+def _compiled_layout(shape: Shape | None, layout: Shape) -> Shape | None:
+    """An entry parameter sized with the tiled layout `entry_computation_layout` gives it (jax's before-optimisation
+    dumps print untiled parameters; a [768, 1000] f32 weight the compiler lays out {0,1} pads nothing, guessed
+    row-major its minor 1000 was padded to 1024), its memory space left as the instruction says (host leaves
+    are marked apart)."""
+    if shape is None or layout is None:
+        return shape
+    if shape.is_tuple and layout.is_tuple and len(shape.tuple_shapes) == len(layout.tuple_shapes):
+        return Shape(shape.element_type, shape.dims, shape.dynamic, shape.layout,
+                     tuple(_compiled_layout(s, l) for s, l in zip(shape.tuple_shapes, layout.tuple_shapes)))
+    if (not shape.is_array or not layout.is_array or shape.dims != layout.dims or layout.layout is None
+            or not layout.layout.tiles):
+        return shape
+    space = shape.layout.memory_space if shape.layout is not None else 0
+    return with_layout(shape, replace(layout.layout, memory_space=space))
 
 
 def _is_async_tuple(shape: Shape | None, n_operands: int) -> bool:

@@ -221,3 +221,95 @@ def test_device_copies_of_host_arguments_are_predicted_between_their_use_and_the
     bounds = [simulate(module, predict=True, generation="v6e", hoist_host_copies=h).peak_bytes for h in (False, True)]
     assert bounds[0] < bounds[1] and r.temporaries_bytes == sum(bounds) // 2
     assert any("host-memory argument(s) copied to the device" in n for n in r.notes)
+
+
+# A decode step's layer scan: it reads each layer of the donated cache and stacks the updated layers into a new
+# cache (zeros to start), the output aliased to the donated argument.
+SCAN_OVER_DONATED = """HloModule scan_donated, input_output_alias={ {}: (0, {}, may-alias) }
+
+%cond (s: (s32[], f32[4,1024,256], f32[4,1024,256])) -> pred[] {
+  %s = (s32[], f32[4,1024,256]{2,1,0}, f32[4,1024,256]{2,1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(4)
+  ROOT %c = pred[] compare(%i, %n), direction=LT
+}
+
+%body (s: (s32[], f32[4,1024,256], f32[4,1024,256])) -> (s32[], f32[4,1024,256], f32[4,1024,256]) {
+  %s = (s32[], f32[4,1024,256]{2,1,0}, f32[4,1024,256]{2,1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %old = f32[4,1024,256]{2,1,0} get-tuple-element(%s), index=1
+  %new = f32[4,1024,256]{2,1,0} get-tuple-element(%s), index=2
+  %z = s32[] constant(0)
+  %layer = f32[1,1024,256]{2,1,0} dynamic-slice(%old, %i, %z, %z), dynamic_slice_sizes={1,1024,256}
+  %upd = f32[1,1024,256]{2,1,0} custom-call(%layer), custom_call_target="attend"
+  %put = f32[4,1024,256]{2,1,0} dynamic-update-slice(%new, %upd, %i, %z, %z)
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[4,1024,256]{2,1,0}, f32[4,1024,256]{2,1,0}) tuple(%j, %old, %put)
+}
+
+ENTRY %main (cache: f32[4,1024,256]) -> f32[4,1024,256] {
+  %cache = f32[4,1024,256]{2,1,0} parameter(0)
+  %zero = f32[] constant(0)
+  %stack = f32[4,1024,256]{2,1,0} broadcast(%zero), dimensions={}
+  %i0 = s32[] constant(0)
+  %t = (s32[], f32[4,1024,256]{2,1,0}, f32[4,1024,256]{2,1,0}) tuple(%i0, %cache, %stack)
+  %w = (s32[], f32[4,1024,256]{2,1,0}, f32[4,1024,256]{2,1,0}) while(%t), condition=%cond, body=%body
+  ROOT %out = f32[4,1024,256]{2,1,0} get-tuple-element(%w), index=2
+}
+"""
+
+
+def test_an_output_stacked_while_the_donated_argument_is_read_gets_its_own_buffer():
+    """The scan writes the new cache while it still reads the old one, so XLA cannot write it into the
+    donated buffer: a cache-sized buffer (4 MiB) of its own, copied into the argument at the end."""
+    (module,) = load_text(SCAN_OVER_DONATED)
+    sim = simulate(module, predict=True)
+    own = [b.value.inst.name for b in sim.buffers if b.role != "parameter" and b.bytes == 4 * 2**20]
+    assert own == ["stack"]
+
+
+def test_an_output_computed_after_the_last_read_of_its_donated_argument_takes_its_buffer():
+    """Updated in place instead (the loop writes each layer back into the cache it reads), the output is the
+    donated buffer itself: no cache-sized temporary."""
+    in_place = SCAN_OVER_DONATED.replace("tuple(%j, %old, %put)", "tuple(%j, %put, %new)").replace(
+        "dynamic-update-slice(%new,", "dynamic-update-slice(%old,").replace(
+        "get-tuple-element(%w), index=2", "get-tuple-element(%w), index=1")
+    (module,) = load_text(in_place)
+    sim = simulate(module, predict=True)
+    assert not [b for b in sim.buffers if b.role != "parameter" and b.bytes == 4 * 2**20]
+
+
+# An optimizer update returned through Shardy's result annotation, the output aliased to the donated weights.
+ANNOTATED_UPDATE = """HloModule annotated_update, input_output_alias={ {}: (0, {}, may-alias) }
+
+ENTRY %main (p: f32[1024,1024], x: f32[1024,1024]) -> f32[1024,1024] {
+  %p = f32[1024,1024]{1,0} parameter(0)
+  %x = f32[1024,1024]{1,0} parameter(1)
+  %g = f32[1024,1024]{1,0} dot(%x, %p), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %pn = f32[1024,1024]{1,0} subtract(%p, %g)
+  ROOT %r = f32[1024,1024]{1,0} custom-call(%pn), custom_call_target="xla.sdy.FuncResultSharding"
+}
+"""
+
+
+def test_a_result_annotation_is_no_buffer_and_the_update_goes_into_the_donated_weights():
+    sim = simulate(load_text(ANNOTATED_UPDATE)[0], predict=True)
+    # The gradient is the one 4 MiB temporary; the updated weights are written into the argument.
+    assert [b.value.inst.name for b in sim.buffers if b.role != "parameter"] == ["g"]
+
+
+def test_entry_parameters_are_sized_with_the_layout_the_entry_computation_layout_gives_them():
+    """jax's before-optimisation dumps print untiled parameters; the compiled layout is in the module header.
+    A [768, 1000] f32 weight laid out {0,1} has the 768 minor and pads nothing; guessed row-major, its minor 1000
+    was padded to 1024 (3 MiB for 2.93)."""
+    text = """HloModule m, entry_computation_layout={(f32[768,1000]{0,1:T(8,128)})->f32[768,1000]{0,1:T(8,128)}}
+
+ENTRY %main (w: f32[768,1000]) -> f32[768,1000] {
+  %w = f32[768,1000]{1,0} parameter(0)
+  ROOT %n = f32[768,1000]{1,0} negate(%w)
+}
+"""
+    sim = simulate(load_text(text)[0], predict=True)
+    (param,) = [b for b in sim.buffers if b.role == "parameter"]
+    assert param.bytes == 768 * 1000 * 4
