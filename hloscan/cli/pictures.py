@@ -128,3 +128,18 @@ def breakdown_text(tl: Timeline, rows: int = 10) -> str:
         for s in rest:
             lines.append(f"    {human(s.bytes):>9}  {'':>4}            {s.key}")
     return printable("\n".join(lines))
+
+
+def draw_vmem(rows: list, path: str) -> None:
+    """One chart of every kernel's bar (`rows`: (path, Kernel) as `hloscan vmem` lists them)."""
+    from hloscan.report.vmem_bars import kernel_bars  # noqa: PLC0415
+
+    if not rows:
+        fail("vmem", "--plot: no Pallas kernel (tpu_custom_call) in the input: nothing to draw")
+    try:
+        from hloscan.report import charts  # noqa: PLC0415 - needs the extra
+
+        write_bytes(path, charts.render(charts.vmem_figure(kernel_bars(rows)), charts.fmt_of(path)))
+    except MissingExtra as exc:
+        fail("vmem", str(exc))
+    click.echo(f"wrote {path}", err=True)
