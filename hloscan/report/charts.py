@@ -20,7 +20,7 @@ from hloscan.report.timeline import KIND_LABELS, KINDS, Timeline
 from hloscan.report.vmem_bars import PART_LABELS, KernelBar
 
 GIB, MIB, KIB = 1 << 30, 1 << 20, 1 << 10
-MAX_POINTS = 2400  # a longer schedule is drawn from the maximum of each slice (the peak is kept exactly)
+MAX_POINTS = 1500  # a longer schedule is drawn from the maximum of each slice (the peak is kept exactly)
 COLOURS = {"arguments": "#4c78a8", "aliased": "#9ecae9", "outputs": "#54a24b", "constants": "#bab0ac",
            "temporaries": "#f58518", "body": "#e45756", "outside": "#f58518",
            "windows": "#4c78a8", "scratch": "#b279a2", "body_alloc": "#72b7b2", "internal": "#f58518",
@@ -118,11 +118,16 @@ def hbm_figure(tl: Timeline, width: float = 11.0):
     else:
         bands.append(("temporaries", [tl.temporaries[x] for x in xs]))
     base = [0] * len(xs)
+    ends = [xs[0], xs[-1]]
     for kind, values in bands:
         upper = [b + v for b, v in zip(base, values)]
         label = f"{KIND_LABELS[kind]} ({human(values[0])})" if kind in tl.flat else KIND_LABELS[kind]
-        top.fill_between(xs, base, upper, step="post", color=COLOURS[kind], alpha=0.9, linewidth=0,
-                         label=label, gid=f"band-{kind}")
+        if kind in tl.flat:  # flat bands under the first varying one: a rectangle, two points
+            top.fill_between(ends, [base[0]] * 2, [upper[0]] * 2, color=COLOURS[kind], alpha=0.9, linewidth=0,
+                             label=label, gid=f"band-{kind}")
+        else:
+            top.fill_between(xs, base, upper, step="post", color=COLOURS[kind], alpha=0.9, linewidth=0,
+                             label=label, gid=f"band-{kind}")
         base = upper
     top.plot(xs, base, drawstyle="steps-post", color="#333333", linewidth=0.6, gid="total")
     cap = tl.capacity_bytes
@@ -141,19 +146,28 @@ def hbm_figure(tl: Timeline, width: float = 11.0):
         if tl.peak_instruction else "program start"
     span = (xs[-1] - xs[0]) or 1
     right = (peak_x - xs[0]) > span * 0.6
+    highest = max(peak_y, max(base) if base else 0)
+    off_scale = cap > 4 * highest  # a small program: the capacity would flatten its curve onto the axis
+    ymax = (highest * 1.3 if off_scale else max(cap, highest) * 1.12) or 1
+    top.set_ylim(0, ymax)
+    low = peak_y < 0.55 * ymax
     top.annotate(f"peak {human(peak_y)}\nat {_shorten(where, 48)}", (peak_x, peak_y),
-                 xytext=(-28 if right else 28, -6), textcoords="offset points", ha="right" if right else "left",
-                 va="top", fontsize=9, fontweight="bold", parse_math=False, annotation_clip=False,
+                 xytext=(-28 if right else 28, 10 if low else -6), textcoords="offset points",
+                 ha="right" if right else "left", va="bottom" if low else "top", fontsize=9, fontweight="bold",
+                 parse_math=False, annotation_clip=False,
                  arrowprops={"arrowstyle": "-", "color": "#555555", "linewidth": 0.8},
                  bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "#999999", "alpha": 0.95})
-    ymax = max(cap, peak_y, max(base) if base else 0) * 1.12 or 1
-    top.set_ylim(0, ymax)
+    if off_scale:
+        top.text(0.995, 0.985, f"available HBM {human(cap)} ({tl.generation}{assumed}) is above this chart: "
+                 f"the peak uses {peak_y / cap:.1%} of it", transform=top.transAxes, ha="right", va="top",
+                 color=CAPACITY_COLOUR, fontsize=8.5, fontweight="bold", parse_math=False)
+    else:
+        top.text(xs[0], cap, f" available HBM {human(cap)} ({tl.generation}{assumed})", color=CAPACITY_COLOUR,
+                 ha="left", va="bottom", fontsize=8.5, fontweight="bold", parse_math=False,
+                 bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
     unit = _bytes_axis(top.yaxis, ymax)
     top.set_ylabel(f"HBM in use ({unit})")
     top.axvline(peak_x, color=PEAK_COLOUR, linewidth=0.6, linestyle=":")
-    top.text(xs[0], cap, f" available HBM {human(cap)} ({tl.generation}{assumed})", color=CAPACITY_COLOUR,
-             ha="left", va="bottom", fontsize=8.5, fontweight="bold", parse_math=False,
-             bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
     fig.legend(loc="outside lower center", fontsize=8, frameon=False, ncols=4)
     top.margins(x=0)
     share = tl.peak_bytes / cap if cap else 0.0
