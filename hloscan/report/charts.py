@@ -139,7 +139,8 @@ def hbm_figure(tl: Timeline, width: float = 11.0):
         width_x = max((xs[-1] - xs[0]) / 150, 0.6)
         top.bar([peak_x], [tl.adjustment_bytes], bottom=[tl.curve_peak_bytes], width=width_x, color="none",
                 edgecolor=PEAK_COLOUR, hatch="////", linewidth=0.8, gid="adjustment",
-                label=f"heap holes at the peak ({human(tl.adjustment_bytes)})")
+                label=(f"XLA's report above the curve ({human(tl.adjustment_bytes)})" if tl.kind == "exact"
+                       else f"heap holes at the peak ({human(tl.adjustment_bytes)})"))
     top.plot([peak_x], [peak_y], marker="v", markersize=9, color=PEAK_COLOUR, linestyle="none", gid="peak",
              label=f"peak {human(peak_y)}")
     where = f"%{tl.peak_instruction}" + (f" (line {tl.peak_line})" if tl.peak_line else "") \
