@@ -47,7 +47,8 @@ class PageLog:
     console: list[dict] = field(default_factory=list)  # Runtime.consoleAPICalled params
     exceptions: list[dict] = field(default_factory=list)  # Runtime.exceptionThrown params
     log: list[dict] = field(default_factory=list)  # Log.entryAdded entries
-    requests: list[str] = field(default_factory=list)  # every URL the page requested
+    requests: list[str] = field(default_factory=list)  # every URL the page asked for (blocked ones too)
+    blocked: list[str] = field(default_factory=list)  # Network.loadingFailed blockedReason ("csp", ...)
 
     def errors(self) -> list[str]:
         out = [f"console.{c.get('type')}: {c.get('args')}" for c in self.console if c.get("type") in ("error", "assert")]
@@ -148,6 +149,8 @@ class Browser:
             self.log.log.append(params.get("entry", {}))
         elif method == "Network.requestWillBeSent":
             self.log.requests.append(params.get("request", {}).get("url", ""))
+        elif method == "Network.loadingFailed" and params.get("blockedReason"):
+            self.log.blocked.append(params["blockedReason"])
 
     def call(self, method: str, params: dict | None = None) -> dict:
         number = self._send(method, params)
@@ -171,6 +174,7 @@ class Browser:
     def open(self, path: str | Path, settle: float = 0.5) -> PageLog:
         """Load a local file and wait for its load event (and `settle` seconds for late messages)."""
         url = Path(path).resolve().as_uri()
+        self.log = PageLog()  # what this page does, not the previous one
         self.call("Page.navigate", {"url": url})
         self.wait_for("Page.loadEventFired")
         deadline = time.monotonic() + settle
