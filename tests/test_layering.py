@@ -28,7 +28,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "lint": frozenset({"hlo", "lint", "version"}),
     "checks": frozenset({"hlo", "analyses", "lint", "checks"}),
     "reporters": frozenset({"lint", "reporters", "version"}),
-    "cli": frozenset({"hloscan", "hlo", "analyses", "lint", "checks", "reporters", "cli", "version"}),
+    # report/: timeline and VMEM-bar data from the analyses, their charts and the HTML report (no checks, no cli).
+    "report": frozenset({"hlo", "analyses", "lint", "report", "version"}),
+    "cli": frozenset({"hloscan", "hlo", "analyses", "lint", "checks", "reporters", "report", "cli", "version"}),
     "hloscan": frozenset({"api", "version"}),  # hloscan/__init__.py: lazy re-exports of the public API
     "api": frozenset({"hlo", "lint", "checks", "version"}),  # hloscan/api.py: load and check
     "__main__": frozenset({"cli"}),

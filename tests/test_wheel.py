@@ -24,6 +24,7 @@ def test_wheel_ships_grammar_and_parses_outside_checkout(tmp_path):
     )
     (wheel,) = wheels.glob("hloscan-*.whl")
     assert "hloscan/grammars/hlo.lark" in zipfile.ZipFile(wheel).namelist()
+    assert "hloscan/report/templates/report.html.j2" in zipfile.ZipFile(wheel).namelist()  # hloscan report
 
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],

@@ -10,7 +10,9 @@ import click
 from hloscan.analyses.vmem.estimate import BlockEstimate
 from hloscan.analyses.vmem.kernels import (Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label,
                                            mib)
-from hloscan.cli.main import config_options, error_json, family_flags, load_reporting_errors, main, settings
+from hloscan.cli import pictures
+from hloscan.cli.main import (config_options, error_json, family_flags, load_reporting_errors, main, require_writable,
+                              settings)
 from hloscan.hlo.loader import LoadedFile
 from hloscan.lint.files import json_text
 
@@ -20,18 +22,25 @@ EXIT_CLEAN, EXIT_E1001, EXIT_ERROR = 0, 1, 2
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, help=pictures.PLOT_HELP +
+              " One bar per kernel: windows, scratch, body, internal scratch and range against limit and VMEM.")
 @config_options
 @family_flags
-def vmem(paths: tuple[str, ...], fmt: str, config_file: str | None, no_config: bool, **family_options) -> None:
+def vmem(paths: tuple[str, ...], fmt: str, plot: str | None, config_file: str | None, no_config: bool,
+         **family_options) -> None:
     """List every tpu_custom_call kernel with its scoped-VMEM estimate, limit and verdict.
 
     The TPU generation and limit come from the same settings as `hloscan check`: flags, else the config file.
     """
     options = settings(config_file, no_config, family_options).global_options
     tpu, vmem_limit_kib = options.get("tpu"), options.get("vmem_limit_kib")
+    pictures.check_suffix("vmem", plot, (".svg", ".png"), "--plot")
+    require_writable(plot, "--plot", paths)
     files, errors = load_reporting_errors(paths)
     rows = [(loaded.path, k) for loaded in files for module in loaded.modules
             for k in estimate_module(module, tpu, vmem_limit_kib)]
+    if plot:
+        pictures.draw_vmem(rows, plot)
     if fmt == "json":
         click.echo(json_text({"kernels": [_kernel_json(p, k) for p, k in rows],
                                "errors": [error_json(e) for e in errors]}, indent=2))
