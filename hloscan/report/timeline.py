@@ -16,18 +16,15 @@ peak it marks is always the figure `hloscan hbm` prints.
 
 from __future__ import annotations
 
-import bisect
 import csv
 import io
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from hloscan.analyses.hbm.liveness import BufferLife, Simulation, simulate
+from hloscan.analyses.hbm.liveness import BufferLife, Simulation, live_temporaries, simulate, vmem_for_temporaries
+from hloscan.analyses.hbm.analyze import live_buffer
 from hloscan.analyses.hbm.model import HbmResult
-from hloscan.analyses.tpu import GENERATIONS, canonical_name
-from hloscan.hlo.attrs import parse_metadata
 from hloscan.hlo.ir import Computation, Instruction, Module
-from hloscan.hlo.source import source_location
 
 # The flat bands, bottom to top, then the temporaries; the chart stacks them in this order.
 KINDS = ("arguments", "aliased", "outputs", "constants", "temporaries")
@@ -177,7 +174,7 @@ def hbm_timeline(module: Module, result: HbmResult, *, loop: str | None = None,
     predict = module.attr("is_scheduled") != "true"
     count = len(sim.positions) + 1
     temps = [b for b in sim.buffers if b.role == "temp" and b.bytes]
-    budget = _vmem_budget(result.generation) if predict else 0
+    budget = vmem_for_temporaries(result.generation) if predict else 0
     curve = temporaries_curve(temps, count, budget)
     constants = sum(b.bytes for b in sim.buffers if b.role == "constant")
     own_outputs = sum(b.bytes for b in sim.buffers if b.role == "output")
@@ -215,47 +212,18 @@ def hbm_timeline(module: Module, result: HbmResult, *, loop: str | None = None,
 
 
 def temporaries_curve(temps: Iterable[BufferLife], count: int, vmem_budget: int = 0) -> list[int]:
-    """Bytes of live temporaries after each position 0..count-1, as liveness._peak sweeps them: a buffer
-    counts from its start to its end inclusive; with a VMEM budget (a prediction), the smallest live buffers
-    that fit in it are taken as kept in VMEM and do not count."""
-    events: dict[int, list[int]] = {}
-    for b in temps:
-        events.setdefault(b.start, []).append(b.bytes)
-        events.setdefault(b.end + 1, []).append(-b.bytes)
+    """Bytes of live temporaries after each position 0..count-1, from the sweep that finds the simulation's
+    peak (liveness.live_temporaries): with a VMEM budget (a prediction), the smallest live buffers that fit in
+    it are taken as kept in VMEM and do not count."""
     curve = [0] * count
-    live = 0
-    sizes: list[int] = []
-    value = 0
-    previous = 0
-    for pos in sorted(events):
+    value = previous = 0
+    for pos, hbm in live_temporaries(temps, vmem_budget):
         if pos >= count:
             break
         curve[previous:pos] = [value] * (pos - previous)
-        for delta in events[pos]:
-            live += delta
-            if vmem_budget:
-                if delta > 0:
-                    bisect.insort(sizes, delta)
-                else:
-                    del sizes[bisect.bisect_left(sizes, -delta)]
-        value = live - _absorbed(sizes, vmem_budget) if vmem_budget else live
-        previous = pos
+        value, previous = hbm, pos
     curve[previous:count] = [value] * (count - previous)
     return curve
-
-
-def _absorbed(sizes: list[int], budget: int) -> int:
-    taken = 0
-    for size in sizes:
-        if taken + size > budget:
-            break
-        taken += size
-    return taken
-
-
-def _vmem_budget(tpu: str) -> int:
-    name = canonical_name(tpu or "")
-    return GENERATIONS[name].vmem_for_temporaries if name else 0
 
 
 def _adjustment_reason(result: HbmResult, sim: Simulation, adjustment: int) -> str | None:
@@ -319,16 +287,9 @@ def _called_closure(module: Module, inst: Instruction) -> set[str]:
 
 
 def _buffer(module: Module, life: BufferLife) -> Buffer:
-    inst = life.value.inst
-    op_name = parse_metadata(inst.attr("metadata")).get("op_name")
-    try:
-        loc = source_location(module, inst)
-    except Exception:  # noqa: BLE001 - a broken stack-frame table must not break the timeline
-        loc = None
-    index = "{" + ",".join(map(str, life.value.index)) + "}" if life.value.index else ""
-    return Buffer(inst.name + index, life.value.comp.name, inst.opcode, life.value.shape.to_text(), life.bytes,
-                  life.start, life.end, inst.line, str(op_name) if op_name else None,
-                  None if loc is None else str(loc))
+    named = live_buffer(module, life)
+    return Buffer(named.instruction, named.computation, life.value.inst.opcode, life.value.shape.to_text(),
+                  life.bytes, life.start, life.end, named.line, named.op_name, named.source)
 
 
 def op_name_group(op_name: str | None, opcode: str = "", depth: int = DEFAULT_GROUP_DEPTH) -> str:

@@ -121,7 +121,7 @@ def live_buffers(module: Module, sim: Simulation, limit: int = LIVE_LIMIT) -> li
     index (`%while.3{2}`), and a second buffer of one instruction (a loop's copy of a broadcast) as a copy."""
     out, seen = [], {}
     for b in sim.live_at_peak()[:limit]:
-        live = _live(module, b)
+        live = live_buffer(module, b)
         key = live.instruction
         seen[key] = seen.get(key, 0) + 1
         if seen[key] > 1:
@@ -130,7 +130,9 @@ def live_buffers(module: Module, sim: Simulation, limit: int = LIVE_LIMIT) -> li
     return out
 
 
-def _live(module: Module, life: BufferLife) -> LiveBuffer:
+def live_buffer(module: Module, life: BufferLife) -> LiveBuffer:
+    """One buffer named as a finding names it: its instruction (with the leaf's shape index), one device's
+    shape, op_name and Python source line."""
     inst = life.value.inst
     op_name = parse_metadata(inst.attr("metadata")).get("op_name")
     try:

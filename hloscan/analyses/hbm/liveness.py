@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field, replace
+from typing import Iterable, Iterator
 
 from hloscan.analyses.tpu import GENERATIONS, canonical_name
 from hloscan.hlo.attrs import parse_frontend_attributes, parse_name_list
@@ -729,7 +730,7 @@ class Simulator:
                                           frozenset(v.id for v in members)))
         self._place_in_argument_and_output_buffers(lives, groups, hosts)
         temps = [b for b in lives if b.role == "temp"]
-        budget = _vmem_for_temporaries(self.generation) if self.predict else 0
+        budget = vmem_for_temporaries(self.generation) if self.predict else 0
         peak, at = _peak(temps, budget)
         if not self.predict:
             # A scheduled module's temporaries sit at fixed offsets in XLA's heap: the holes count too.
@@ -778,7 +779,17 @@ def _is_async_tuple(shape: Shape | None, n_operands: int) -> bool:
 
 
 def _peak(buffers: list[BufferLife], vmem_budget: int = 0) -> tuple[int, int]:
-    """The largest HBM total of live temporaries and where it happens.
+    """The largest HBM total of live temporaries and where it happens (the first position it is reached)."""
+    best = at = 0
+    for pos, hbm in live_temporaries(buffers, vmem_budget):
+        if hbm > best:
+            best, at = hbm, pos
+    return best, at
+
+
+def live_temporaries(buffers: Iterable[BufferLife], vmem_budget: int = 0) -> Iterator[tuple[int, int]]:
+    """(position, HBM bytes of live temporaries from there on) at every position where it changes; a buffer
+    counts from its start to its end inclusive.
 
     With a VMEM budget (prediction only: XLA's memory-space assignment has not run yet), the smallest live
     buffers at each point are taken as kept in VMEM, up to the budget, and do not count.
@@ -789,8 +800,7 @@ def _peak(buffers: list[BufferLife], vmem_budget: int = 0) -> tuple[int, int]:
             events.append((b.start, b.bytes))
             events.append((b.end + 1, -b.bytes))
     events.sort(key=lambda e: (e[0], e[1]))
-    live = best = 0
-    at = 0
+    live = 0
     sizes: list[int] = []
     for i, (pos, delta) in enumerate(events):
         live += delta
@@ -799,12 +809,9 @@ def _peak(buffers: list[BufferLife], vmem_budget: int = 0) -> tuple[int, int]:
                 bisect.insort(sizes, delta)
             else:
                 del sizes[bisect.bisect_left(sizes, -delta)]
-            if i + 1 < len(events) and events[i + 1][0] == pos:
-                continue  # settle every event at this position first
-        hbm = live - _absorbed(sizes, vmem_budget) if vmem_budget else live
-        if hbm > best:
-            best, at = hbm, pos
-    return best, at
+        if i + 1 < len(events) and events[i + 1][0] == pos:
+            continue  # settle every event at this position first
+        yield pos, live - _absorbed(sizes, vmem_budget) if vmem_budget else live
 
 
 def _absorbed(sizes: list[int], budget: int) -> int:
@@ -867,7 +874,7 @@ def simulate(module: Module, predict: bool, generation: str | None = None,
     return Simulator(module, predict, generation, hoist_host_copies).run()
 
 
-def _vmem_for_temporaries(tpu: str | None) -> int:
+def vmem_for_temporaries(tpu: str | None) -> int:
     """VMEM the generation's memory-space assignment fills with temporaries; 0 for an unknown generation."""
     name = canonical_name(tpu or "")
     return GENERATIONS[name].vmem_for_temporaries if name else 0
