@@ -38,6 +38,7 @@ def manifest(name: str) -> list[dict[str, str]]:
 
 def tsv_rows(path: Path) -> list[dict[str, str]]:
     """Rows of a tab-separated table with a header line (a fixture MANIFEST.tsv, LLO_BREAKDOWN.tsv), as dicts."""
+    csv.field_size_limit(1 << 30)  # an allocation list (LLO_BREAKDOWN.tsv) holds thousands of spill slots
     with open(require_path(path), newline="") as f:
         return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hloscan.analyses.vmem.allowance import Allowance, Spread
 from hloscan.analyses.vmem.mosaic.body import Alloca, BodyFacts, Scope
-from hloscan.analyses.vmem.tiling import LANES, padded_bytes, vmem_sublane_tile
+from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, padded_bytes, vmem_sublane_tile
 
 # Spill slots / held-value peak over the user1 kernels whose figure this rule explains (RMSNorm, softmax,
 # log-softmax, cross-entropy, top-k, LayerNorm backward on v5e..v7x; tests/analyses/vmem/
@@ -72,3 +72,11 @@ def held_values_allowance(body: BodyFacts | None) -> Allowance | None:
                      f"{biggest.element}[{dims}] from {biggest.op.rsplit('.', 1)[-1]}, kept across a {biggest.across}), "
                      "spilled by the register allocator", HELD_SPREAD)
 
+
+
+def spill_bound(body: BodyFacts | None) -> int:
+    """The most register spill the body could cause: its whole vector values live at once beyond the vector
+    register file (mosaic/body.whole_values_peak); 0 when everything it computes fits in the registers."""
+    if body is None:
+        return 0
+    return max(0, body.whole_values_peak_bytes - VREG_FILE_BYTES)

@@ -98,6 +98,9 @@ class KernelEstimate:
     # what the model leaves out (dots without a rule, vectors carried through loops, lane dims that are not
     # whole vregs): an estimate with no allowance is then the figure itself, not a lower bound.
     complete: bool = False
+    # The most register spill the body could cause (every vector value it computes spilled whole beyond the
+    # register file): the high end of range_bytes comes from it when it is larger than the allowances'.
+    spill_bound_bytes: int = 0
 
     @property
     def figure_kind(self) -> str:
@@ -524,6 +527,7 @@ class _Parts:
     allowances: list[Allowance] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     body: int = 0  # the body's own allocations at their peak
+    spill_bound: int = 0  # the most register spill the body could cause (body_allocations.spill_bound)
 
     @property
     def internal(self) -> int:
@@ -565,6 +569,7 @@ def _model(kernel: MosaicKernel, ops: list[_Operand], config: dict[str, Any], ge
         allowances=allowances,
         notes=notes,
         body=body_allocations.body_peak(kernel.body),
+        spill_bound=body_allocations.spill_bound(kernel.body),
     )
 
 
@@ -737,6 +742,7 @@ def estimate_kernel(
         range_bytes=_estimate_range(parts) if kind == "estimate" else None,
         allowances=tuple(parts.allowances),
         body_bytes=parts.body,
+        spill_bound_bytes=parts.spill_bound if kind == "estimate" else 0,
         # Operands predicted to sit whole in VMEM (residency.py) are an estimate of XLA's choice.
         complete=kernel is not None and not residency_predicted and _complete(kernel, parts),
     )
@@ -758,8 +764,12 @@ def _complete(kernel: MosaicKernel, parts: _Parts) -> bool:
 
 
 def _estimate_range(parts: _Parts) -> tuple[int, int | None] | None:
-    if all(a.spread == EXACT for a in parts.allowances):
-        return None
-    return total_range(parts.exact, parts.allowances)
+    """The allowances' range; its high end raised to what the body could spill at most (the figure and every
+    value it computes spilled whole), which also bounds the register spill no allowance models."""
+    spread = None if all(a.spread == EXACT for a in parts.allowances) else total_range(parts.exact, parts.allowances)
+    if not parts.spill_bound:
+        return spread
+    low, high = spread or (parts.total, parts.total)
+    return low, max(high or 0, parts.total + parts.spill_bound)
 
 

@@ -102,11 +102,16 @@ def figure_label(est: KernelEstimate) -> str:
         return "scoped VMEM estimate (exact: windows, scratch and the body's own allocations, all read from the kernel)"
     if est.range_bytes is None:  # no allowance with a spread (or a measured figure, handled above)
         return "scoped VMEM estimate (lower bound)"
-    allowance = f"includes a {mib(est.internal_bytes)} allowance for compiler-internal scratch"
     low, high = est.range_bytes
+    parts = [f"includes a {mib(est.internal_bytes)} allowance for compiler-internal scratch"] if est.internal_bytes else []
     if high is None:
-        return f"scoped VMEM estimate (lower bound; {allowance})"
-    return f"scoped VMEM estimate ({allowance}; {low / MIB:.2f}-{high / MIB:.2f} MiB with its measured spread)"
+        return f"scoped VMEM estimate (lower bound; {'; '.join(parts)})"
+    if est.spill_bound_bytes and high >= est.estimate_bytes + est.spill_bound_bytes:
+        parts.append(f"up to {est.spill_bound_bytes / MIB:.2f} MiB more if the register allocator spills every "
+                     "vector value the body computes whole")
+    else:
+        parts.append("with its measured spread")
+    return f"scoped VMEM estimate (range {low / MIB:.2f}-{high / MIB:.2f} MiB; {'; '.join(parts)})"
 
 
 def tpu_label(est: KernelEstimate, assumed: bool) -> str:
@@ -170,6 +175,7 @@ def estimate_json(est: KernelEstimate, assumed: bool) -> dict[str, Any]:
         "tpu_assumed": assumed,
         "internal_bytes": est.internal_bytes,
         "range_bytes": None if est.range_bytes is None else list(est.range_bytes),
+        "spill_bound_bytes": est.spill_bound_bytes,
         "allowances": [{"rule": a.rule, "bytes": a.size, "low_bytes": a.low, "high_bytes": a.high,
                         "spread": [a.spread.low, a.spread.high], "measured_kernels": a.spread.kernels}
                        for a in est.allowances],
