@@ -73,7 +73,6 @@ def held_values_allowance(body: BodyFacts | None) -> Allowance | None:
                      "spilled by the register allocator", HELD_SPREAD)
 
 
-
 def spill_bound(body: BodyFacts | None) -> int:
     """The most register spill the body could cause: its whole vector values live at once beyond the vector
     register file (mosaic/body.whole_values_peak); 0 when everything it computes fits in the registers."""
