@@ -84,6 +84,7 @@ class Propagation:
         self._visited: set[str] = set()
         self._loop_states: dict[str, Factor] = {}  # a while body's state splits, for a loop reached again
         self._depth = 0
+        self._data_parallel = _integer_inputs_split_everywhere(module, devices)
 
     def run(self) -> dict[tuple[str, str], Factor]:
         entry = self.module.entry
@@ -320,6 +321,14 @@ class Propagation:
             # and keeps the activation's split.
             keep = left if math.prod(batch + left) >= math.prod(batch + right) else right
             tiles = batch + (left if keep is left else [1] * len(left)) + (right if keep is right else [1] * len(right))
+        if math.prod(tiles) == 1 and self._data_parallel:
+            # Both split only on the contracted dim. Megatron's row-parallel dot sums partial results into a
+            # replicated one; in a program split by data, the partitioner keeps the result split instead (a
+            # Whisper decoder whose embedding kept the table's d split: its q projection came out split by
+            # heads, not whole; counted whole, the unrolled decoder's step was +178%, with it +84%).
+            moved = _contracted_split_moved(lhs, rhs, lc, rc, shape, len(batch), len(left))
+            if moved is not None:
+                return moved
         return Split(max(1, min(math.prod(tiles), self.devices)), tuple(tiles))
 
 
@@ -501,3 +510,35 @@ def sharding_summary(module: Module) -> str:
         return "no shardings on the parameters"
     way = "/".join(str(w) for w in sorted(ways)) or "1"
     return f"{split} parameter arrays split {way} ways, {replicated} replicated"
+
+
+
+def _contracted_split_moved(lhs: Split, rhs: Split, lhs_contracting: set[int], rhs_contracting: set[int],
+                            shape: Shape, n_batch: int, n_left: int) -> Split | None:
+    """Both operands split only on the contracted dim, in a data-parallel program (see `_dot`): the result
+    keeps as many pieces, on the first free dim that holds them (the weight's output features first, as the
+    compiled Whisper decoder's q projection was split by heads)."""
+    pieces = min(math.prod(lhs.tiles[d] for d in lhs_contracting), math.prod(rhs.tiles[d] for d in rhs_contracting))
+    if pieces <= 1:
+        return None
+    dims = list(shape.dims)
+    free = list(range(n_batch + n_left, len(dims))) + list(range(n_batch, n_batch + n_left))
+    for d in free:
+        if dims[d] >= pieces and dims[d] % pieces == 0:
+            tiles = [1] * len(dims)
+            tiles[d] = pieces
+            return Split(pieces, tuple(tiles))
+    return None
+
+
+def _integer_inputs_split_everywhere(module: Module, devices: int) -> bool:
+    """Whether some integer entry parameter (token ids, labels) has its leading (batch) dim split over every
+    device: a data-parallel or FSDP program, where no mesh axis is left for Megatron-style tensor parallelism."""
+    for inst in module.entry.parameter_instructions.values():
+        shape = inst.shape
+        if shape is None or not shape.is_array or not shape.element_type.startswith(("s", "u")):
+            continue
+        for s in parse_sharding(inst.attr("sharding")) or []:
+            if s.kind == "tiled" and s.tiles and s.tiles[0] >= devices:
+                return True
+    return False

@@ -36,7 +36,14 @@ ORACLE = FIXTURES / "oracle_new"
 # its local values and its entry/exit and Shardy's result annotations are views, not buffers, and an output a
 # loop stacks while it reads the donated argument keeps a buffer of its own (decode steps), buffer donors
 # paired with outputs as XLA pairs them: 32/40 and 38/40.
-FLOORS = {"sharded1": (14, 16, 16), "sharded2": (27, 29, 31), "sharded3": (28, 34, 34), "sharded4": (32, 38, 40)}
+# sharded5 (12 more kinds, held out: 25/40 and 35/40 with one false error on the frozen 0b80d71), then built on:
+# shrinking ops (dots, reduces, convolutions) scheduled as soon as their operands are ready instead of in the
+# text's post-order (unrolled layer loops: Muon +207% -> +27%, phi +125% -> +74%, a Whisper decoder's false
+# error gone), a dot split only on its contracted dim in a data-parallel program keeping its pieces, and an
+# embedding table's gradient scattered into zeros kept as a buffer (DLRM -68..-48% -> -62..-29%): sharded4
+# 34/40, sharded5 28/40 and 36/40.
+FLOORS = {"sharded1": (14, 16, 16), "sharded2": (27, 29, 31), "sharded3": (28, 34, 34), "sharded4": (34, 38, 40),
+          "sharded5": (28, 36, 40)}
 
 
 def _report_total(case: Path) -> int | None:
