@@ -41,9 +41,9 @@ ORACLE = FIXTURES / "oracle_new"
 # text's post-order (unrolled layer loops: Muon +207% -> +27%, phi +125% -> +74%, a Whisper decoder's false
 # error gone), a dot split only on its contracted dim in a data-parallel program keeping its pieces, and an
 # embedding table's gradient scattered into zeros kept as a buffer (DLRM -68..-48% -> -62..-29%): sharded4
-# 34/40, sharded5 28/40 and 36/40.
+# 34/40, sharded5 28/40 and 36/40; interleaving pads (associative scans) kept as buffers: 29/40 (Mamba on v6e -66% -> +9%).
 FLOORS = {"sharded1": (14, 16, 16), "sharded2": (27, 29, 31), "sharded3": (28, 34, 34), "sharded4": (34, 38, 40),
-          "sharded5": (28, 36, 40)}
+          "sharded5": (29, 36, 40)}
 
 
 def _report_total(case: Path) -> int | None:
