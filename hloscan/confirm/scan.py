@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from hloscan.confirm import DEFAULT_TIMEOUT, ModuleConfirmation, confirm_module
+from hloscan.confirm.module import ModuleConfirmation, confirm_module
+from hloscan.confirm.runner import DEFAULT_TIMEOUT
 from hloscan.confirm.runner import num_partitions
 from hloscan.confirm.topology import topology_for
 from hloscan.hlo.dump_names import group_key, stage_of
