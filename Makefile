@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[dev,report]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,report,tpu]'
 	touch $(STAMP) $(RUN_STAMP)
 
 # The demo needs hloscan and its runtime dependencies only (not pytest, hypothesis, ...).

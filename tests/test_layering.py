@@ -35,7 +35,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "cli": frozenset({"hloscan", "hlo", "analyses", "lint", "checks", "reporters", "report", "confirm", "cli",
                       "version"}),
     "hloscan": frozenset({"api", "version"}),  # hloscan/__init__.py: lazy re-exports of the public API
-    "api": frozenset({"hlo", "lint", "checks", "version"}),  # hloscan/api.py: load and check
+    "api": frozenset({"hlo", "lint", "checks", "confirm", "version"}),  # hloscan/api.py: load, check, confirm_tpu
     "__main__": frozenset({"cli"}),
     "version": frozenset(),
 }

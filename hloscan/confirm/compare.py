@@ -14,6 +14,7 @@ from hloscan.analyses.hbm.analyze import analyze_module
 from hloscan.analyses.vmem.kernels import estimate_module
 from hloscan.analyses.xla_errors import XLA_ERRORS
 from hloscan.confirm.verdict import HOST_OFFLOAD, RULE_KIND, RULES, Verdict
+from hloscan.hlo.attrs import parse_metadata
 from hloscan.hlo.ir import Instruction, Module
 from hloscan.hlo.source import source_location
 from hloscan.lint.finding import Finding, Severity, SourceLocation, Span
@@ -74,7 +75,7 @@ def predicted_kind(finding: Finding) -> str | None:
     return RULE_KIND.get(finding.code) if finding.code != "HLO910" else None
 
 
-def status_of(finding: Finding, verdict: Verdict) -> str | None:
+def status_of(finding: Finding, verdict: Verdict, module: Module | None = None) -> str | None:
     """confirmed: the compiler failed as predicted (on the same instruction, when both name one);
     contradicted: it compiled, or failed otherwise on a kernel-level prediction it reached;
     not-reached: it stopped at another error first (XLA reports one error per compile)."""
@@ -88,8 +89,21 @@ def status_of(finding: Finding, verdict: Verdict) -> str | None:
     # E1200's message names where the tensor was moved to host, the finding the output it reaches: only
     # per-kernel messages (E1001) name the instruction the finding is about.
     if verdict.instruction and finding.instruction and kind != HOST_OFFLOAD:
-        return CONFIRMED if verdict.instruction == finding.instruction else NOT_REACHED
+        return CONFIRMED if same_kernel(module, finding.instruction, verdict) else NOT_REACHED
     return CONFIRMED
+
+
+def same_kernel(module: Module | None, name: str, verdict: Verdict) -> bool:
+    """Is the finding's instruction the one the compiler names? Optimisation renames kernels (an inlined
+    call's kernel takes the callee's name), so their op_names are compared: the compiler's is the full
+    path, the unoptimised module's may be the tail within its computation."""
+    if name == verdict.instruction:
+        return True
+    found = _instruction(module, name) if module is not None else None
+    mine = parse_metadata(found[1].attr("metadata")).get("op_name") if found else None
+    if not isinstance(mine, str) or not verdict.op_name:
+        return False
+    return verdict.op_name == mine or verdict.op_name.endswith("/" + mine)
 
 
 def annotate(finding: Finding, status: str, verdict: Verdict, libtpu: str) -> Finding:
@@ -146,7 +160,7 @@ def compare(module: Module, path: str, static: list[Finding], verdict: Verdict,
     out, statuses = [], []
     covered = False
     for finding in static:
-        status = status_of(finding, verdict)
+        status = status_of(finding, verdict, module)
         if status is None:
             out.append(finding)
             statuses.append("")

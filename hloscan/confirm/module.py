@@ -50,9 +50,14 @@ class ModuleConfirmation:
 
 
 def confirm_module(module: Module, path: str, static: list[Finding], topology: str, python: str,
-                   timeout: float = DEFAULT_TIMEOUT, text: str | None = None) -> ModuleConfirmation:
-    """Compile `module` for `topology` (`v5e`, `v5e:2x2`, ...) and compare it with its static findings."""
-    result = run_worker(request_for(module, topology, text), python, timeout)
+                   timeout: float = DEFAULT_TIMEOUT, text: str | None = None,
+                   host_outputs: tuple[int, ...] | None = None) -> ModuleConfirmation:
+    """Compile `module` for `topology` (`v5e`, `v5e:2x2`, ...) and compare it with its static findings.
+    `host_outputs`: output numbers jax placed in pinned_host (a Lowered's out_shardings), besides S(5)."""
+    request = request_for(module, topology, text)
+    if host_outputs:
+        request["host_results"] = sorted(set(request["host_results"]) | set(host_outputs))
+    result = run_worker(request, python, timeout)
     out = ModuleConfirmation(path, module.name, topology, result, None, list(static), [""] * len(static))
     if result.status in NO_VERDICT:
         return out

@@ -34,6 +34,7 @@ _HBM = re.compile(r"Ran out of memory on HBM|memory space hbm", re.I)
 _VMEM_CAPACITY = re.compile(r"Ran out of memory in memory space vmem\.\s*Used|Exceeded vmem capacity", re.I)
 _STACK_FOR = re.compile(r"allocating on stack for %?([\w.\-]+)\s*=")
 _STARTING = re.compile(r"starting from %?([\w.\-]+)\)")
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
 _SIZE = r"([\d.]+)\s*([KMGT]i?B?|B)?"
 _SCOPED_SIZES = re.compile(r"size " + _SIZE + r" and limit " + _SIZE)
 _HBM_SIZES = re.compile(r"temporaries \(" + _SIZE + r"\) exceeds available HBM \(" + _SIZE + r"\)")
@@ -45,6 +46,7 @@ class Verdict:
     kind: str  # OK or one of the failure kinds
     error: str | None = None  # the compiler's text
     instruction: str | None = None  # the instruction the message names, when it names one
+    op_name: str | None = None  # that instruction's op_name (names differ before and after optimisation)
     size_bytes: int | None = None  # the need the message quotes (rounded as XLA prints it)
     limit_bytes: int | None = None  # the limit or capacity it was compared to
 
@@ -74,7 +76,8 @@ def classify(error: str | None) -> Verdict:
         return Verdict(OK)
     kind = _kind(error)
     size, limit = _sizes(kind, error)
-    return Verdict(kind, error, _instruction(kind, error), size, limit)
+    op_name = _OP_NAME.search(error)
+    return Verdict(kind, error, _instruction(kind, error), op_name.group(1) if op_name else None, size, limit)
 
 
 def _kind(error: str) -> str:

@@ -182,7 +182,7 @@ def _memory_analysis(exe) -> dict[str, int]:
 
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _BODY = re.compile(r'"body"\s*:\s*"([^"]*)"')
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=", re.M)
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+)\s*=")
 
 
 def scoped_kernels(dump: Path) -> list[dict]:
@@ -191,14 +191,25 @@ def scoped_kernels(dump: Path) -> list[dict]:
     used_scoped_memory_configs in VMEM (memory_space 1)."""
     out = []
     for path in sorted(dump.glob("*after_codegen*.txt")):
-        for line in path.read_text(errors="replace").splitlines():
-            if "used_scoped_memory_configs" not in line or "tpu_custom_call" not in line:
+        for text in _instructions(path.read_text(errors="replace")):
+            if "used_scoped_memory_configs" not in text or "tpu_custom_call" not in text:
                 continue
-            name, total = _INSTR.match(line), _scoped_bytes(line)
+            name, total = _INSTR.match(text), _scoped_bytes(text)
             if name and total is not None:
-                op_name = _OP_NAME.search(line)
+                op_name = _OP_NAME.search(text)
                 out.append({"name": name.group(1), "op_name": op_name.group(1) if op_name else None,
-                            "body": body_digest(line), "bytes": total})
+                            "body": body_digest(text), "bytes": total})
+    return out
+
+
+def _instructions(text: str) -> list[str]:
+    """The instructions of a dump, each whole: a kernel's attributes can span lines (strings with newlines)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if _INSTR.match(line) or not out:
+            out.append(line)
+        else:
+            out[-1] += "\n" + line
     return out
 
 
