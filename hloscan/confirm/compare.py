@@ -125,7 +125,7 @@ def missed_finding(module: Module, path: str, verdict: Verdict, libtpu: str) -> 
     rule, code = RULES[verdict.kind]
     check = lookup(rule)
     name = check.name if check is not None else TOOL_CODES[rule].name
-    inst = _instruction(module, verdict.instruction)
+    inst = _instruction(module, verdict.instruction) or _by_op_name(module, verdict)
     first = (verdict.error or "").strip().splitlines()[0] if verdict.error else verdict.kind
     loc = source_location(module, inst[1]) if inst else None
     return Finding(
@@ -143,6 +143,19 @@ def _fallback_hint(kind: str) -> str | None:
         return ("The kernel's blocks do not fit in the chip's whole VMEM: use smaller blocks or fewer buffers "
                 "(pl.Buffered(1)) for inputs that do not change across the grid.")
     return None
+
+
+def _by_op_name(module: Module, verdict: Verdict) -> tuple[str, Instruction] | None:
+    """The instruction the compiler named, found by op_name when optimisation renamed it: the one custom
+    call whose op_name the compiler's ends with (None when none or several do)."""
+    if not verdict.op_name:
+        return None
+    found = []
+    for comp, inst in module.with_opcode("custom-call"):
+        mine = parse_metadata(inst.attr("metadata")).get("op_name")
+        if isinstance(mine, str) and (verdict.op_name == mine or verdict.op_name.endswith("/" + mine)):
+            found.append((comp.name, inst))
+    return found[0] if len(found) == 1 else None
 
 
 def _instruction(module: Module, name: str | None) -> tuple[str, Instruction] | None:

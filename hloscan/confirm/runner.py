@@ -22,7 +22,8 @@ from hloscan.hlo.signature import module_signature
 WORKER = Path(__file__).with_name("worker.py")
 DEFAULT_TIMEOUT = 900.0  # seconds per compile; the largest recorded train-step compile took 234 s
 HOST_MEMORY_SPACE = 5  # S(5): pinned_host
-NEEDS_EXTRA = ("hloscan confirm needs the tpu extra: pip install 'hloscan[tpu]' (from a checkout: pip install '.[tpu]')")
+NEEDS_EXTRA = ("hloscan confirm needs the tpu extra: pip install 'hloscan[tpu]' "
+               "(from a checkout: pip install '.[tpu]')")
 _PROBE = "import importlib.util as u, sys; sys.exit(0 if u.find_spec('jax') and u.find_spec('libtpu') else 3)"
 # libtpu must not ask a metadata server (there is no TPU VM) and may be loaded by several processes.
 TPU_ENV = {"TPU_SKIP_MDS_QUERY": "1", "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}

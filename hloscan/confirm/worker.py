@@ -8,8 +8,8 @@ The program is compiled, never executed: compile-only devices cannot run anythin
 Request: {"hlo_text": str, "topology": "v5e" | "v5e:2x2" | ..., "num_partitions": int,
           "host_params": [int], "host_results": [int]}   (flat @main argument / result numbers in pinned_host)
 Result:  {"status": "compiled" | "compile_error" | "unsupported" | "convert_error", "error": str | None,
-          "versions": {...}, "scoped_per_instr": {instr: bytes}, "kernels": [{name, op_name, body, bytes}], "memory_analysis": {...},
-          "mem_report_totals": {space: bytes}, "compile_s": float, "device_kind": str}
+          "versions": {...}, "scoped_per_instr": {instr: bytes}, "kernels": [{name, op_name, body, bytes}],
+          "memory_analysis": {...}, "mem_report_totals": {space: bytes}, "compile_s": float, "device_kind": str}
 """
 
 from __future__ import annotations
@@ -105,13 +105,12 @@ def _mark_host(module, host_params: list[int], host_results: list[int]) -> None:
     from jax._src.lib.mlir import ir
 
     main = next(op for op in module.body.operations if ir.StringAttr(op.attributes["sym_name"]).value == "main")
+    signature = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
     kind = ir.StringAttr.get("pinned_host")
-    for attr_name, wanted in (("arg_attrs", host_params), ("res_attrs", host_results)):
-        count = len(main.type.inputs if attr_name == "arg_attrs" else main.type.results) if hasattr(main, "type") \
-            else None
-        if count is None:
-            fn_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-            count = len(fn_type.inputs if attr_name == "arg_attrs" else fn_type.results)
+    for attr_name, wanted, count in (("arg_attrs", host_params, len(signature.inputs)),
+                                     ("res_attrs", host_results, len(signature.results))):
+        if not wanted:
+            continue
         old = list(main.attributes[attr_name]) if attr_name in main.attributes else [ir.DictAttr.get({})] * count
         new = []
         for number, entry in enumerate(old):
@@ -124,8 +123,9 @@ def _mark_host(module, host_params: list[int], host_results: list[int]) -> None:
 
 def compile_request(request: dict) -> dict:
     found = versions()
-    result: dict = {"versions": found, "status": "unsupported", "error": None, "scoped_per_instr": {}, "kernels": [],
-                    "memory_analysis": {}, "mem_report_totals": {}, "compile_s": 0.0, "device_kind": ""}
+    result: dict = {"versions": found, "status": "unsupported", "error": None, "scoped_per_instr": {},
+                    "kernels": [], "memory_analysis": {}, "mem_report_totals": {}, "compile_s": 0.0,
+                    "device_kind": ""}
     problem = unsupported(found)
     if problem:
         result["error"] = problem

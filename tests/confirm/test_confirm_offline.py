@@ -175,6 +175,8 @@ def test_a_compiler_error_no_finding_predicted_is_reported_as_the_rules_finding(
     f = found[0]
     assert f.code == "HLO201" and f.xla_error == "E1001" and f.name == "scoped-vmem-exceeds-limit"
     assert "missed by the static checks" in f.message and f.hint
+    # The compiler names the optimised instruction (flash_attention.1); found here by its op_name.
+    assert f.instruction == "pallas_call.1" and f.source is not None and f.line > 1
 
 
 def test_an_e1200_on_another_error_is_not_reached(e1001_case):

@@ -70,5 +70,6 @@ def test_only_the_worker_imports_jax_and_nothing_imports_the_worker():
     # The worker runs in the extra's python, where hloscan may not be installed: it imports no hloscan.
     assert not any(n.split(".")[0] == "hloscan" for n in _imports(worker))
     assert any(n.split(".")[0] == "jax" for n in _imports(worker))
-    top_level = [n for n in ast.parse(reader.read_text(encoding="utf-8")).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    top_level = [n for n in ast.parse(reader.read_text(encoding="utf-8")).body
+                 if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert not any(getattr(n, "module", None) == "jax" or any(a.name == "jax" for a in n.names) for n in top_level)

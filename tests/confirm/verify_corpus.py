@@ -77,6 +77,10 @@ def summary(rows: list[dict]) -> dict:
                        and _same_totals(r["mem_report_totals"], r["recorded_mem_report_totals"]))
     report_cases = sum(1 for r in rows if r["recorded_mem_report_totals"])
     exact_walls = [k["wall_s"] for r in rows for k in r.get("exact", [])]
+    statuses = [s for r in rows for s in r["statuses"]]
+    static_errors = sorted(abs(k["static_error"]) for r in rows for k in r["kernels"] if k["static_error"] is not None)
+    hbm_errors = sorted(abs(r["hbm"]["static_error"]) for r in rows if r["hbm"] and r["hbm"]["static_error"] is not None)
+    e1001_alone = [k for r in rows if r["recorded"] == "scoped_vmem_oom" for k in r.get("exact", [])]
     return {
         "cases": len(rows), "verdict_agree": len(agree),
         "disagree": [(r["case"], r["recorded"], r["got"]) for r in rows if not r["agree"]],
@@ -87,11 +91,24 @@ def summary(rows: list[dict]) -> dict:
                                                 "max": ratios[-1]} if ratios else None,
         "exact_kernels_without_figure": sum(1 for r in rows for k in r.get("exact", [])
                                             if not (k["exact_bytes"] and k["whole_bytes"])),
+        "static_findings": {s: statuses.count(s) for s in ("confirmed", "contradicted", "not-reached", "missed")},
+        "kernel_estimate_abs_error": _spread(static_errors),
+        "hbm_estimate_abs_error": _spread(hbm_errors),
+        "exact_kernels_of_e1001_cases_failing_alone": f"{sum(1 for k in e1001_alone if k['status'] == 'compile_error')}"
+                                                       f"/{len(e1001_alone)}",
         "wall_s_per_program": {"median": statistics.median(r["wall_s"] for r in rows),
                                "max": max(r["wall_s"] for r in rows), "total": sum(r["wall_s"] for r in rows)},
         "wall_s_per_kernel_alone": {"median": statistics.median(exact_walls), "max": max(exact_walls),
                                     "count": len(exact_walls)} if exact_walls else None,
     }
+
+
+def _spread(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    within = lambda bound: sum(1 for v in values if v <= bound)  # noqa: E731
+    return {"count": len(values), "median": round(statistics.median(values), 4), "max": round(values[-1], 4),
+            "within_5pct": within(0.05), "within_20pct": within(0.20)}
 
 
 def _same_totals(got: dict, recorded: dict) -> bool:
@@ -105,15 +122,17 @@ def main() -> int:
     parser.add_argument("--no-exact", action="store_true")
     parser.add_argument("--only", default=None, help="substring of the case names to run")
     parser.add_argument("--case", default=None, help="run this one case (a driver can lock per compile)")
+    parser.add_argument("--summary", action="store_true", help="only summarise the results so far")
     args = parser.parse_args()
     python = tpu_python(args.python)
     OUT.mkdir(parents=True, exist_ok=True)
     results = OUT / "results.jsonl"
     done = {json.loads(line)["case"]: json.loads(line) for line in results.read_text().splitlines()} \
         if results.exists() else {}
-    rows = [r for r in manifest("tpu-oracle/real") if (args.only is None or args.only in r["case"]) and args.case in (None, r["case"])]
+    rows = [r for r in manifest("tpu-oracle/real")
+            if (args.only is None or args.only in r["case"]) and args.case in (None, r["case"])]
     with results.open("a") as sink:
-        for n, row in enumerate(rows, 1):
+        for n, row in enumerate([] if args.summary else rows, 1):
             if row["case"] in done:
                 continue
             result = verify_case(row, python, args.timeout, not args.no_exact)
@@ -122,6 +141,8 @@ def main() -> int:
             sink.flush()
             print(f"[{n}/{len(rows)}] {row['case']}: recorded {result['recorded']}, confirm {result['got']} "
                   f"({'agree' if result['agree'] else 'DISAGREE'}) {result['wall_s']} s", flush=True)
+    if not rows or args.summary:  # a --case that names no case: only the summary of what is done
+        rows = manifest("tpu-oracle/real")
     final = summary([done[r["case"]] for r in rows if r["case"] in done])
     (OUT / "summary.json").write_text(json.dumps(final, indent=2))
     print(json.dumps(final, indent=2))
