@@ -187,3 +187,24 @@ def test_unsupported_jax_version_is_refused():
     assert worker.unsupported({"jax": "0.4.30", "jaxlib": "0.4.30", "libtpu": "0.0.1"}).startswith("jax 0.4.30 is")
     assert worker.unsupported({"jax": "0.10.2", "jaxlib": "0.10.2", "libtpu": ""})
     assert worker.unsupported(worker.versions()) is None  # the extra `make venv` installed is supported
+
+
+def test_readme_workflow_on_a_dump_folder_of_our_own():
+    """The README's two commands on an --xla_dump_to folder made by fixtures/confirm/make_dumps.py: static
+    `check` (pre-submit) finds the E1001 kernel; `confirm` (nightly) compiles each module's
+    before_optimizations file and confirms it, and the other kernel's exact figure is its after_codegen's."""
+    dumps = FIXTURES / "confirm" / "dumps"
+    static = run("check", str(dumps), "--tpu", "v5e", "--format", "json")
+    assert static.returncode == 1
+    assert [f["code"] for f in json.loads(static.stdout)["findings"]] == ["HLO201"]
+    code, doc = confirm_json(str(dumps), "--tpu", "v5e")
+    assert code == 1
+    by_case = {Path(m["path"]).parent.name: m for m in doc["confirm"]}
+    assert set(by_case) == {"matmul_fits", "matmul_e1001"}
+    assert all(m["path"].endswith("before_optimizations.txt") for m in doc["confirm"])
+    assert by_case["matmul_fits"]["verdict"] == "ok" and by_case["matmul_e1001"]["verdict"].startswith("E1001")
+    [hlo201] = [f for f in doc["findings"] if f["code"] == "HLO201"]
+    assert hlo201["data"]["tpu_compiler"]["status"] == "confirmed"
+    codegen = next((dumps / "matmul_fits").glob("*after_codegen.txt")).read_text()
+    [kernel] = by_case["matmul_fits"]["kernels"]
+    assert f'"size":"{kernel["compiler_bytes"]}"' in codegen
