@@ -123,6 +123,7 @@ def main() -> int:
     parser.add_argument("--only", default=None, help="substring of the case names to run")
     parser.add_argument("--case", default=None, help="run this one case (a driver can lock per compile)")
     parser.add_argument("--summary", action="store_true", help="only summarise the results so far")
+    parser.add_argument("--rerun", action="store_true", help="compile the chosen cases again (the last result counts)")
     args = parser.parse_args()
     python = tpu_python(args.python)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -133,7 +134,7 @@ def main() -> int:
             if (args.only is None or args.only in r["case"]) and args.case in (None, r["case"])]
     with results.open("a") as sink:
         for n, row in enumerate([] if args.summary else rows, 1):
-            if row["case"] in done:
+            if row["case"] in done and not args.rerun:
                 continue
             result = verify_case(row, python, args.timeout, not args.no_exact)
             done[row["case"]] = result
