@@ -6,14 +6,14 @@ STAMP  := $(VENV)/.installed-dev
 RUN_STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench fuzz clean venv
+.PHONY: demo test bench fuzz clean venv confirm-corpus
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[dev,report]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,report,tpu]'
 	touch $(STAMP) $(RUN_STAMP)
 
 # The demo needs hloscan and its runtime dependencies only (not pytest, hypothesis, ...).
@@ -42,6 +42,12 @@ FUZZ_MINUTES ?= 10
 FUZZ_SEED ?= 1
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz.campaign --minutes $(FUZZ_MINUTES) --seed $(FUZZ_SEED)
+
+## `hloscan confirm` and `vmem --exact` on all 103 cases of ../shared/corpus/tpu-oracle/real against the recorded
+## compiler verdicts and figures (~45 min on 2 cores; resumes from build/confirm-corpus/results.jsonl).
+## On a shared machine wrap it: flock /tmp/oracle.lock nice -n 5 make confirm-corpus
+confirm-corpus: $(STAMP)
+	$(BIN)/python tests/confirm/verify_corpus.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

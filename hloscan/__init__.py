@@ -18,6 +18,7 @@ Python API (imports are lazy, so `import hloscan` stays cheap; jax is never impo
     if findings.errors:                                     # inputs that could not be analysed (HLO001)
         print(findings.errors[0])
 
+    done = hloscan.confirm_tpu(jax.jit(f).lower(x), tpu="v5e")  # the TPU compiler's verdict (tpu extra)
     modules = hloscan.load("module.after_optimizations.txt")  # parsed IR (hloscan.hlo.ir.Module)
     modules = hloscan.load(hlo_text)                          # same inputs as check; modules.errors likewise
 
@@ -54,6 +55,14 @@ def check(source: "str | bytes | PathLike[str] | list[str | PathLike[str]] | Any
     from hloscan.api import check as _check
 
     return _check(source, **options)
+
+
+def confirm_tpu(source: Any, *, tpu: str, **options: Any) -> list:
+    """Compile the same inputs as `check` with the real TPU compiler (needs the tpu extra; jax is imported
+    only by the worker process) and compare: one hloscan.confirm.module.ModuleConfirmation per module."""
+    from hloscan.api import confirm_tpu as _confirm
+
+    return _confirm(source, tpu=tpu, **options)
 
 
 def load(source: "str | bytes | PathLike[str] | list[str | PathLike[str]] | Any", strict: bool | None = None) -> "Modules":

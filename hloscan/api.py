@@ -165,6 +165,40 @@ def _failed(inputs: Inputs) -> "ScanResult":
     return ScanResult(files=[LoadedFile(inputs.label, [], inputs.error)])
 
 
+def confirm_tpu(source: Any, *, tpu: str, topology: str | None = None, python: str | None = None,
+                timeout: float | None = None, **options: Any) -> list:
+    """`hloscan confirm` for the inputs `check` takes (HLO text, paths, a jax Lowered/Compiled): each module
+    compiled by the TPU compiler in a worker process, a ModuleConfirmation (hloscan.confirm.module) per
+    module. Raises hloscan.confirm.runner.NoTpuPython when no python has the tpu extra; a file that cannot
+    be read is in no result (as `check`, it never raises)."""
+    from hloscan.confirm.module import confirm_module
+    from hloscan.confirm.runner import DEFAULT_TIMEOUT, num_partitions, tpu_python
+    from hloscan.confirm.scan import confirm_paths
+    from hloscan.confirm.topology import topology_for
+    from hloscan.lint.config import parse_config
+    from hloscan.lint.scan import scan_text
+
+    import hloscan.checks  # noqa: F401  (registers every check)
+
+    chosen = tpu_python(python)
+    inputs = resolve(source)
+    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in options.items() if k not in _RUN_KEYS}
+    settings["tpu"] = tpu
+    if inputs.host_outputs is not None and "host_outputs" not in settings:
+        settings["host_outputs"] = list(inputs.host_outputs)
+    config = parse_config(settings)
+    limit = DEFAULT_TIMEOUT if timeout is None else timeout
+    if inputs.text is None:
+        return confirm_paths(inputs.paths, config, chosen, tpu=tpu, topology=topology, timeout=limit).modules
+    result = scan_text(inputs.text, config, path=inputs.label)
+    done = []
+    for module in (m for f in result.files for m in f.modules):
+        static = [f for f in result.findings if f.module == module.name]
+        done.append(confirm_module(module, inputs.label, static, topology or topology_for(tpu, num_partitions(module)),
+                                   chosen, limit, host_outputs=inputs.host_outputs))
+    return done
+
+
 def load(source: Any, strict: bool | None = None) -> Modules:
     """Parse HLO text, bytes, a file, a dump folder or a list of them into modules; never raises for bad input."""
     from hloscan.hlo.loader import LoadedFile, discover, load_file, load_text

@@ -30,9 +30,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "reporters": frozenset({"lint", "reporters", "version"}),
     # report/: timeline and VMEM-bar data from the analyses, their charts and the HTML report (no checks, no cli).
     "report": frozenset({"hlo", "analyses", "lint", "report", "version"}),
-    "cli": frozenset({"hloscan", "hlo", "analyses", "lint", "checks", "reporters", "report", "cli", "version"}),
+    # confirm/: `hloscan confirm`, the TPU compiler's second opinion; its worker.py alone imports jax.
+    "confirm": frozenset({"hlo", "analyses", "lint", "confirm"}),
+    "cli": frozenset({"hloscan", "hlo", "analyses", "lint", "checks", "reporters", "report", "confirm", "cli",
+                      "version"}),
     "hloscan": frozenset({"api", "version"}),  # hloscan/__init__.py: lazy re-exports of the public API
-    "api": frozenset({"hlo", "lint", "checks", "version"}),  # hloscan/api.py: load and check
+    "api": frozenset({"hlo", "lint", "checks", "confirm", "version"}),  # hloscan/api.py: load, check, confirm_tpu
     "__main__": frozenset({"cli"}),
     "version": frozenset(),
 }

@@ -10,7 +10,7 @@ import sys
 import hloscan.checks  # noqa: F401  (registers every check and rule family before flags are generated)
 from hloscan.cli.main import main
 from hloscan.lint.files import OutputError
-from hloscan.cli import check, explain, graph, hbm, layout, report, rules, vmem  # noqa: F401,E402  (each adds its commands)
+from hloscan.cli import check, confirm, explain, graph, hbm, layout, report, rules, vmem  # noqa: F401,E402  (each adds its commands)
 
 
 def run() -> None:

@@ -10,6 +10,7 @@ import click
 
 from hloscan.cli.main import (EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, colour_option, config_options, config_report,
                               family_flags, loading, main, require_selection, require_writable, settings, use_colour)
+from hloscan.cli.confirm import confirm_options, run_confirm
 from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, refuse_unmatched, stage_inputs
 from hloscan.hlo.loader import LoadedFile, discover
 from hloscan.lint import baseline
@@ -111,9 +112,13 @@ def _module_json(module) -> dict[str, Any]:
 @click.option("--statistics", is_flag=True, help="Print how many findings each rule raised instead of the findings.")
 @MODULE_OPTION
 @STAGE_OPTION
+@click.option("--confirm", "confirm", is_flag=True,
+              help="Also compile each module with the real TPU compiler (needs the tpu extra): `hloscan confirm`.")
+@confirm_options
 @family_flags
 def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config_file, no_config, baseline_file,
-          write_baseline, jobs, colour, quiet, show_config, statistics, module_name, stage, **family_options) -> None:
+          write_baseline, jobs, colour, quiet, show_config, statistics, module_name, stage, confirm, topology, python,
+          timeout, **family_options) -> None:
     """Run the checks on dumps, dump folders or lit-test files (`-` reads standard input)."""
     config = settings(config_file, no_config, family_options, select, ignore)
     if show_config:
@@ -122,6 +127,10 @@ def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config
     if not paths:
         raise click.UsageError("Missing argument 'PATHS...' (a dump, a dump folder, or - for standard input).")
     require_selection(config)
+    if confirm:
+        if fmt not in ("text", "json", "sarif"):
+            raise click.UsageError("--confirm reports as text, json or sarif")
+        sys.exit(run_confirm(paths, fmt, output, config, topology, python, timeout))
     if config.path is not None and fmt == "text" and not quiet:  # machine formats: their stdout only
         click.echo(f"hloscan: using config {printable(str(config.path))}", err=True)
     inputs = stage_inputs(paths, stage)

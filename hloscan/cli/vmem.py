@@ -11,6 +11,8 @@ from hloscan.analyses.vmem.estimate import BlockEstimate
 from hloscan.analyses.vmem.kernels import (Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label,
                                            mib)
 from hloscan.cli import pictures
+from hloscan.cli.confirm import (EXACT_NOTE, confirm_options, exact_by_kernel, exact_json, exact_text,
+                                 exact_tpu_python)
 from hloscan.cli.main import (config_options, error_json, family_flags, load_reporting_errors, main, require_writable,
                               settings)
 from hloscan.hlo.loader import LoadedFile
@@ -24,10 +26,13 @@ EXIT_CLEAN, EXIT_E1001, EXIT_ERROR = 0, 1, 2
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help=pictures.PLOT_HELP +
               " One bar per kernel: windows, scratch, body, internal scratch and range against limit and VMEM.")
+@click.option("--exact", is_flag=True, help="Also compile each kernel alone with the real TPU compiler (needs the "
+              "tpu extra) and print its exact scoped VMEM beside the estimate.")
+@confirm_options
 @config_options
 @family_flags
-def vmem(paths: tuple[str, ...], fmt: str, plot: str | None, config_file: str | None, no_config: bool,
-         **family_options) -> None:
+def vmem(paths: tuple[str, ...], fmt: str, plot: str | None, exact: bool, topology: str | None, python: str | None,
+         timeout: float, config_file: str | None, no_config: bool, **family_options) -> None:
     """List every tpu_custom_call kernel with its scoped-VMEM estimate, limit and verdict.
 
     The TPU generation and limit come from the same settings as `hloscan check`: flags, else the config file.
@@ -36,29 +41,37 @@ def vmem(paths: tuple[str, ...], fmt: str, plot: str | None, config_file: str | 
     tpu, vmem_limit_kib = options.get("tpu"), options.get("vmem_limit_kib")
     pictures.check_suffix("vmem", plot, (".svg", ".png"), "--plot")
     require_writable(plot, "--plot", paths)
+    exact_python = exact_tpu_python(python) if exact else None
     files, errors = load_reporting_errors(paths)
     rows = [(loaded.path, k) for loaded in files for module in loaded.modules
             for k in estimate_module(module, tpu, vmem_limit_kib)]
+    figures = exact_by_kernel(files, topology or tpu or "v5e", exact_python, timeout) if exact else {}
     if plot:
         pictures.draw_vmem(rows, plot)
     if fmt == "json":
-        click.echo(json_text({"kernels": [_kernel_json(p, k) for p, k in rows],
+        click.echo(json_text({"kernels": [_kernel_json(p, k, figures) for p, k in rows],
                                "errors": [error_json(e) for e in errors]}, indent=2))
     else:
         for path, kernel in rows:
-            click.echo(_kernel_text(path, kernel))
-    sys.exit(_exit_code(rows, errors))
+            click.echo(_kernel_text(path, kernel) + exact_text(figures.get((path, kernel.inst.name)), kernel))
+        if exact:
+            click.echo(EXACT_NOTE)
+    sys.exit(_exit_code(rows, errors, figures))
 
 
-def _exit_code(rows: list[tuple[str, Kernel]], errors: list[LoadedFile]) -> int:
-    if errors:
+def _exit_code(rows: list[tuple[str, Kernel]], errors: list[LoadedFile], figures: dict) -> int:
+    if errors or any(f.status not in ("compiled", "compile_error") for f in figures.values()):
         return EXIT_ERROR
     return EXIT_E1001 if any(k.estimate.exceeds for _, k in rows) else EXIT_CLEAN
 
 
-def _kernel_json(path: str, kernel: Kernel) -> dict[str, Any]:
-    return {"path": path, "instruction": kernel.inst.name, "line": kernel.inst.line,
-            **estimate_json(kernel.estimate, kernel.tpu_assumed)}
+def _kernel_json(path: str, kernel: Kernel, figures: dict) -> dict[str, Any]:
+    out = {"path": path, "instruction": kernel.inst.name, "line": kernel.inst.line,
+           **estimate_json(kernel.estimate, kernel.tpu_assumed)}
+    figure = figures.get((path, kernel.inst.name))
+    if figure is not None:
+        out["exact"] = exact_json(figure)
+    return out
 
 
 def _kernel_text(path: str, kernel: Kernel) -> str:

@@ -257,4 +257,7 @@ TOOL_CODES = {
     "HLO002": ToolCode("HLO002", "read-leniently", "Bytes that are not UTF-8 inside metadata strings were read "
                        "as U+FFFD instead of failing the file.", Severity.NOTE),
     "HLO900": ToolCode("HLO900", "check-crashed", "A check raised an internal error on this module."),
+    # `hloscan confirm`: the TPU compiler rejected the module with an error no rule predicts.
+    "HLO910": ToolCode("HLO910", "tpu-compiler-error", "The TPU compiler (libtpu, compile-only) rejected the "
+                       "module with an error no hloscan rule predicts."),
 }

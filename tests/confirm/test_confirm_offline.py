@@ -1,0 +1,186 @@
+"""hloscan confirm's pure-Python parts on the tpu-oracle/real corpus, no compile: the compiler's error texts
+classified as recorded, its dump files read back to the recorded figures, the minimal per-kernel modules,
+and the static-vs-compiler comparison."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+import hloscan.checks  # noqa: F401  (registers the checks)
+from corpus import corpus_dir, manifest
+from hloscan.confirm import compare
+from hloscan.confirm.exact import kernel_modules, without_metadata
+from hloscan.confirm.runner import WORKER
+from hloscan.confirm.topology import check_topology, topology_for
+from hloscan.confirm.verdict import (HBM, HOST_OFFLOAD, OK, SCOPED_VMEM, VMEM_CAPACITY, Verdict, classify,
+                                     recorded_kind)
+from hloscan.hlo.loader import load_file, load_text
+from hloscan.lint.config import parse_config
+from hloscan.lint.scan import scan
+
+REAL = "tpu-oracle/real"
+
+
+def _worker():
+    """worker.py loaded by path, as the worker process runs it (its top level imports no jax)."""
+    spec = importlib.util.spec_from_file_location("confirm_worker", WORKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows(predicate=lambda r: True):
+    return [r for r in manifest(REAL) if predicate(r)]
+
+
+# ---------------------------------------------------------------------------------------------- verdict
+
+
+def test_every_recorded_compiler_error_is_classified_as_recorded():
+    rows = _rows(lambda r: r["verdict"] != "ok")
+    assert len(rows) >= 25  # 12 E1001, 7 E1200, 4 HBM, 2 whole-VMEM in the corpus
+    wrong = [(r["case"], recorded_kind(r["verdict"], r["error_kind"]), classify(r["error"]).kind) for r in rows
+             if classify(r["error"]).kind != recorded_kind(r["verdict"], r["error_kind"])]
+    assert not wrong
+    kinds = {classify(r["error"]).kind for r in rows}
+    assert kinds == {SCOPED_VMEM, HOST_OFFLOAD, HBM, VMEM_CAPACITY}
+
+
+def test_sizes_and_instruction_read_from_the_e1001_message():
+    for r in _rows(lambda r: r["verdict"].startswith("E1001")):
+        v = classify(r["error"])
+        assert abs(v.size_bytes - int(r["err_size_bytes"])) <= 1 and v.limit_bytes == int(r["err_limit_bytes"])
+        assert v.instruction and f"%{v.instruction} = " in r["error"]
+        assert v.rule == "HLO201" and v.xla_error == "E1001"
+
+
+def test_hbm_and_capacity_messages():
+    hbm = [classify(r["error"]) for r in _rows(lambda r: r["error_kind"] == "hbm_temporaries_oom")]
+    assert hbm and all(v.rule == "HLO401" and v.xla_error == "E1000" and v.size_bytes > v.limit_bytes for v in hbm)
+    cap = [classify(r["error"]) for r in _rows(lambda r: r["error_kind"] == "vmem_capacity_oom")]
+    assert cap and all(v.rule == "HLO205" and v.xla_error is None and v.size_bytes > v.limit_bytes for v in cap)
+    assert classify(None).ok and classify("INTERNAL: something new").rule == "HLO910"
+
+
+# ---------------------------------------------------------------------------------------------- worker parsing
+
+
+def test_worker_reads_after_codegen_as_the_manifest_recorded():
+    worker = _worker()
+    rows = _rows(lambda r: bool(r["scoped_per_instr"]))
+    assert len(rows) >= 50
+    for r in rows:
+        kernels = worker.scoped_kernels(corpus_dir(REAL) / r["case"])
+        assert {k["name"]: k["bytes"] for k in kernels} == json.loads(r["scoped_per_instr"]), r["case"]
+
+
+def test_worker_reads_memory_usage_report_totals():
+    worker = _worker()
+    rows = _rows(lambda r: bool(r["mem_report_totals"]))
+    assert rows
+    for r in rows:
+        got = worker.mem_report_totals(corpus_dir(REAL) / r["case"])
+        recorded = json.loads(r["mem_report_totals"])
+        assert {k: got.get(k) for k in recorded} == recorded, r["case"]
+
+
+def test_kernel_body_digest_is_the_same_on_both_sides_and_finds_the_renamed_kernel():
+    """The worker (no hloscan imports) and compare.py digest a kernel's body alike, so a kernel renamed by
+    optimisation (pallas_call.4 -> jvp_jit_flash_attention__.1) is found in after_codegen."""
+    worker = _worker()
+    case = corpus_dir(REAL) / "v5e__pallas__flash_bwd_q128_km256_k128"
+    compiled = worker.scoped_kernels(case)
+    module = load_file(str(case / "before_optimizations.txt")).modules[0]
+    figures = compare.kernel_figures(module, "v5e", compiled)
+    recorded = json.loads(next(r for r in _rows() if r["case"] == case.name)["scoped_per_instr"])
+    assert len(figures) == 3
+    assert sorted(f.compiler_bytes for f in figures) == sorted(recorded.values())
+    assert all(f.names and f.names[0] in recorded and recorded[f.names[0]] == f.compiler_bytes for f in figures)
+    line = next(line for line in (case / "after_codegen.txt").read_text().splitlines() if "tpu_custom_call" in line)
+    assert worker.body_digest(line) == compare.body_digest(line) is not None
+
+
+# ---------------------------------------------------------------------------------------------- exact
+
+
+def test_every_corpus_kernel_gets_a_minimal_module_that_parses():
+    count = 0
+    for r in _rows(lambda r: r["family"] == "pallas"):
+        module = load_file(str(corpus_dir(REAL) / r["case"] / "before_optimizations.txt")).modules[0]
+        originals = {inst.name: inst for _, inst in module.with_opcode("custom-call")}
+        for km in kernel_modules(module):
+            assert km.text is not None, (r["case"], km.problem)
+            alone = load_text(km.text)[0]
+            calls = alone.with_opcode("custom-call")
+            assert len(calls) == 1
+            inst, orig = calls[0][1], originals[km.instruction]
+            assert inst.attr("backend_config") == orig.attr("backend_config")
+            assert inst.shape.to_text() == orig.shape.to_text() and len(inst.operands) == len(orig.operands)
+            assert "metadata={op_name" not in inst.attrs_text
+            count += 1
+    assert count >= 100
+
+
+def test_without_metadata_keeps_the_other_attributes():
+    tail = ', custom_call_target="x", metadata={op_name="a{b}" stack_frame_id=3}, backend_config={"k": 1}'
+    assert without_metadata(tail) == ', custom_call_target="x", backend_config={"k": 1}'
+
+
+def test_topologies():
+    assert topology_for("v5e") == "v5e:2x2" and topology_for("v5e", 8) == "v5e:2x4"
+    assert topology_for("v5p", 8) == "v5p:2x2x2" and topology_for("v7x") == "v7x:2x2x1"
+    assert check_topology("v5e:2x2") is None and check_topology("v7x:2x2x1") is None
+    assert "unknown topology" in check_topology("v9z:2x2")
+
+
+# ---------------------------------------------------------------------------------------------- compare
+
+
+@pytest.fixture(scope="module")
+def e1001_case():
+    """A real E1001 case: its static findings and the compiler's recorded verdict."""
+    case = corpus_dir(REAL) / "v5e__pallas__flash_fwd_q2048_km2048_k2048"
+    path = str(case / "before_optimizations.txt")
+    result = scan([path], parse_config({"tpu": "v5e"}), keep_modules=True)
+    row = next(r for r in _rows() if r["case"] == case.name)
+    return result.files[0].modules[0], path, result.findings, classify(row["error"])
+
+
+def test_a_static_e1001_finding_is_confirmed_and_marked(e1001_case):
+    module, path, static, verdict = e1001_case
+    assert any(f.code == "HLO201" for f in static)
+    found, statuses = compare.compare(module, path, static, verdict, "0.0.42.1")
+    hlo201 = [(f, s) for f, s in zip(found, statuses) if f.code == "HLO201"]
+    assert [s for _, s in hlo201] == ["confirmed"]
+    f = hlo201[0][0]
+    assert "confirmed by the TPU compiler, libtpu 0.0.42.1" in f.message
+    assert f.data[compare.CONFIRMATION_KEY]["verdict"] == "E1001 (scoped_vmem_oom)"
+    assert "missed" not in statuses
+
+
+def test_the_same_finding_is_contradicted_when_the_compiler_accepts(e1001_case):
+    module, path, static, _ = e1001_case
+    found, statuses = compare.compare(module, path, static, Verdict(OK), "0.0.42.1")
+    assert "contradicted" in statuses and "missed" not in statuses
+    assert any("contradicted: the TPU compiler accepted it" in f.message for f in found)
+
+
+def test_a_compiler_error_no_finding_predicted_is_reported_as_the_rules_finding(e1001_case):
+    module, path, static, verdict = e1001_case
+    found, statuses = compare.compare(module, path, [], verdict, "0.0.42.1")
+    assert statuses == ["missed"]
+    f = found[0]
+    assert f.code == "HLO201" and f.xla_error == "E1001" and f.name == "scoped-vmem-exceeds-limit"
+    assert "missed by the static checks" in f.message and f.hint
+    # The compiler names the optimised instruction (flash_attention.1); found here by its op_name.
+    assert f.instruction == "pallas_call.1" and f.source is not None and f.line > 1
+
+
+def test_an_e1200_on_another_error_is_not_reached(e1001_case):
+    module, path, static, _ = e1001_case
+    e1200 = Verdict(HOST_OFFLOAD, "E1200: ...", "tuple.7")
+    _, statuses = compare.compare(module, path, static, e1200, "x")
+    assert "not-reached" in statuses and "missed" in statuses
