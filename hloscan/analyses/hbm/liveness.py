@@ -18,7 +18,6 @@ Two modes:
 from __future__ import annotations
 
 import bisect
-import re
 import math
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator
@@ -26,10 +25,11 @@ from typing import Iterable, Iterator
 from hloscan.analyses.tpu import GENERATIONS, canonical_name
 from hloscan.hlo.attrs import parse_frontend_attributes, parse_int_list, parse_name_list
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape
-from hloscan.hlo.layout import UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes, with_layout
+from hloscan.hlo.layout import (UnsizedShapeError, default_tiling, element_bits, minor_to_major, physical_bytes,
+                                unpadded_bytes, with_layout)
 from hloscan.hlo.ir import Layout
 from hloscan.hlo.sharding import MANUAL_REGION_BOUNDS
-from hloscan.hlo.signature import entry_aliases, entry_parameter_shapes
+from hloscan.hlo.signature import Alias, entry_aliases, entry_parameter_shapes, parse_aliases
 from hloscan.analyses.hbm import donated
 from hloscan.analyses.hbm.packing import Interval, packed_heap_bytes
 from hloscan.analyses.hbm.partition import WHOLE, Split, shard_factors
@@ -619,7 +619,8 @@ class Simulator:
             return None
         if inst.opcode != "fusion":
             return None
-        aliased = _output_operand_aliases(inst.attr("output_to_operand_aliasing"))
+        # `output_to_operand_aliasing` has input_output_alias's syntax: {output index}: (operand, {operand index}).
+        aliased = parse_aliases(inst.attr("output_to_operand_aliasing"))
         if aliased and inst.shape is not None and inst.shape.is_tuple:
             return self._aliased_fusion_outputs(comp, inst, operands, aliased)
         called = self._callee((parse_name_list(inst.attr("calls")) or [""])[0])
@@ -635,7 +636,7 @@ class Simulator:
         return result
 
     def _aliased_fusion_outputs(self, comp: Computation, inst: Instruction, operands: list[Tree],
-                                aliased: dict[tuple[int, ...], tuple[int, tuple[int, ...]]]) -> Tree:
+                                aliased: list[Alias]) -> Tree:
         """A tuple-shaped fusion whose `output_to_operand_aliasing` names outputs written into operands' buffers
         (libtpu's async collective fusions hand the gathered buffer on from start to continuation to done):
         those outputs are the operands' buffers, the others are new. Counted as new, a Whisper step's 2.78G
@@ -643,14 +644,15 @@ class Simulator:
         tree = self._new(inst, comp, inst.shape)
         if not isinstance(tree, list):
             return tree
-        for out_index, (number, operand_index) in aliased.items():
-            if len(out_index) != 1 or not 0 <= out_index[0] < len(tree) or number >= len(operands):
+        for alias in aliased:
+            out = alias.output_index
+            if len(out) != 1 or not 0 <= out[0] < len(tree) or alias.parameter >= len(operands):
                 continue
-            source = _subtree(operands[number], operand_index)
-            if source is None or not isinstance(source, int) or not isinstance(tree[out_index[0]], int):
+            source = _subtree(operands[alias.parameter], alias.parameter_index)
+            if not isinstance(source, int) or not isinstance(tree[out[0]], int):
                 continue
-            self.values[tree[out_index[0]]].bytes = 0  # the fresh leaf the operand's buffer replaces
-            tree[out_index[0]] = source
+            self.values[tree[out[0]]].bytes = 0  # the fresh leaf the operand's buffer replaces
+            tree[out[0]] = source
         return tree
 
     def _control(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree:
@@ -862,16 +864,6 @@ def _subtree(tree: Tree, index: tuple[int, ...]) -> Tree | None:
     return tree
 
 
-_ALIAS_PAIR = re.compile(r"\{([\d,\s]*)\}:\s*\((\d+),\s*\{([\d,\s]*)\}")
-
-
-def _output_operand_aliases(raw: str | None) -> dict[tuple[int, ...], tuple[int, tuple[int, ...]]]:
-    """`{{5}: (0, {}), {6}: (1, {})}` -> {(5,): (0, ()), (6,): (1, ())}."""
-    def index(text: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
-    return {index(out): (int(number), index(within)) for out, number, within in _ALIAS_PAIR.findall(raw or "")}
-
-
 def _fusion_in_place(called: Computation, operands: list[Tree], fresh) -> Tree | None:
     """A fusion whose root (or root tuple element) is a dynamic-update-slice/scatter of a fusion parameter
     updates that operand's buffer in place (XLA's CanShareBuffer)."""
@@ -921,7 +913,6 @@ def vmem_for_temporaries(tpu: str | None) -> int:
     return GENERATIONS[name].vmem_for_temporaries if name else 0
 
 
-
 def _interleaving(inst: Instruction) -> bool:
     """A pad with interior padding: the re-interleave of the even and odd halves at each level of
     lax.associative_scan. XLA gives it a buffer (the compiled Mamba steps kept the pads of every level, 768M
@@ -959,13 +950,11 @@ def _ready_order(comp: Computation) -> list[Instruction]:
         if inst.opcode in SHRINKING and inst.operands and not inst.attr("control-predecessors"):
             producers = [comp.by_name.get(o.name or "") for o in inst.operands]
             if all(p is not None for p in producers) and \
-                    2 * _array_bits(inst.shape) <= max(_array_bits(p.shape) for p in producers):
+                    2 * _logical_bytes(inst.shape) <= max(_logical_bytes(p.shape) for p in producers):
                 key = max(keys[p.name] for p in producers) + (position,)
         keys[inst.name] = key
     return sorted(comp.instructions, key=lambda i: keys[i.name])
 
 
-def _array_bits(shape: Shape | None) -> int:
-    if shape is None or not shape.is_array:
-        return 0
-    return math.prod(shape.dims) * (element_bits(shape) or 8)
+def _logical_bytes(shape: Shape | None) -> int:
+    return unpadded_bytes(shape) if shape is not None and shape.is_array else 0

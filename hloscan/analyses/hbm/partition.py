@@ -512,7 +512,6 @@ def sharding_summary(module: Module) -> str:
     return f"{split} parameter arrays split {way} ways, {replicated} replicated"
 
 
-
 def _contracted_split_moved(lhs: Split, rhs: Split, lhs_contracting: set[int], rhs_contracting: set[int],
                             shape: Shape, n_batch: int, n_left: int) -> Split | None:
     """Both operands split only on the contracted dim, in a data-parallel program (see `_dot`): the result
