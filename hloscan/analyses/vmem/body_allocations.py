@@ -12,10 +12,13 @@ from hloscan.analyses.vmem.allowance import Allowance, Spread
 from hloscan.analyses.vmem.mosaic.body import Alloca, BodyFacts, Scope
 from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, padded_bytes, vmem_sublane_tile
 
-# Spill slots / held-value peak over the user1 kernels whose figure this rule explains (RMSNorm, softmax,
-# log-softmax, cross-entropy, top-k, LayerNorm backward on v5e..v7x; tests/analyses/vmem/
-# test_body_allocations.py measures it again).
-HELD_SPREAD = Spread(0.8, 1.08, 20)
+# Spill slots / held-value peak over the kernels of fixtures/oracle_new/user1..user4 that get this allowance
+# (tests/analyses/vmem/test_body_allocations.py measures it again). The median is 1.01: the allowance is the
+# centre. The spread is wide because the register allocator sometimes keeps a held value's vregs by
+# recomputing or reloading them (0.09: int8 block quantisation, cosine similarity) and sometimes spills
+# other values beside it (2.67). Measured on user1 alone (RMSNorm, softmax, cross-entropy, top-k, LayerNorm
+# backward: 20 kernels) it was 0.80-1.08, which user2..user4 did not hold to.
+HELD_SPREAD = Spread(0.09, 2.67, 103)
 # What the register file keeps of values held across control flow: 48 of its 64 vregs (a controlled grid of
 # f32 dots computed before a `pl.when` spilled the result but 192 KiB for every block shape). Values held
 # across a reduction spilled whole (median; -0.2..+0.45 MiB around it) when larger than 16 vregs; up to that

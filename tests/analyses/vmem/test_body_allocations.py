@@ -129,18 +129,22 @@ def test_a_slice_read_after_a_store_is_hoisted_above_it() -> None:
 
 def _held_ratios() -> list[float]:
     """The compiler's figure minus the exact part (windows, scratch, body allocations), over the held-value
-    allowance, for every user1 kernel that gets one."""
-    manifest = {r["case"]: r for r in tsv_rows(USER1 / "MANIFEST.tsv")}
+    allowance, for every accepted single-kernel case of user1..user4 that gets one."""
     ratios = []
-    for case, rows in rows_by_case(USER1 / "LLO_BREAKDOWN.tsv").items():
-        kernels = estimate_module(_module(case), manifest[case]["generation"], None)
-        if len(kernels) != 1 or len(rows) != 1:
-            continue
-        est = kernels[0].estimate
-        held = [a for a in est.allowances if a.rule == "held-across-reduction"]
-        if held:
-            exact = est.predicted_bytes - est.internal_bytes
-            ratios.append((int(rows[0]["figure"]) - exact) / held[0].size)
+    for folder in ("user1", "user2", "user3", "user4"):
+        root = USER1.parent / folder
+        manifest = {r["case"]: r for r in tsv_rows(root / "MANIFEST.tsv")}
+        for case, rows in rows_by_case(root / "LLO_BREAKDOWN.tsv").items():
+            if manifest[case]["verdict"] != "ok":
+                continue
+            kernels = estimate_module(_module(case, root), manifest[case]["generation"], None)
+            if len(kernels) != 1 or len(rows) != 1:
+                continue
+            est = kernels[0].estimate
+            held = [a for a in est.allowances if a.rule == "held-across-reduction"]
+            if held:
+                exact = est.predicted_bytes - est.internal_bytes
+                ratios.append((int(rows[0]["figure"]) - exact) / held[0].size)
     return ratios
 
 
@@ -303,7 +307,9 @@ def _figure_in(root: Path, case: str) -> int:
 
 # What each estimate says of itself, against the compiler: "exact" within 5%, or the figure inside the
 # stated range. Before the spill bound: 165 of 285 stated figures held (14 of user5's "exact" estimates, none
-# within 5%); with it 320 of 387, and 14 of the 16 still called exact are within 5%.
+# within 5%); with it 320 of 387, and 14 of the 16 still called exact are within 5%. With the held-value
+# spread measured on user1..user4 and the bound counting nested blocks and kept loads: 349 of 388, 13 of
+# the 15 called exact (one exact estimate that held is now a range: its bound counts a kept load).
 def test_estimates_hold_what_they_say_of_themselves() -> None:
     stated = held = exact = exact_held = 0
     for folder in ("user1", "user2", "user3", "user4", "user5"):
@@ -327,5 +333,5 @@ def test_estimates_hold_what_they_say_of_themselves() -> None:
                     low, high = est.range_bytes
                     held += low * 0.999 <= fig <= high * 1.001
     print(f"stated {held}/{stated}, exact {exact_held}/{exact}")
-    assert held >= 320 and held >= 0.82 * stated
-    assert exact_held >= 14 and exact_held >= 0.85 * exact
+    assert held >= 349 and held >= 0.89 * stated
+    assert exact_held >= 13 and exact_held >= 0.85 * exact
