@@ -75,6 +75,12 @@ class TpuGeneration:
     # Two TensorCores behind one device (v4, v5p megacore): a kernel's first parallel grid axis is split
     # between them (analyses/vmem/estimate.steps_per_core).
     megacore: bool = False
+    # Sublane tile the compiled program gives a 16-bit matrix a dot reads from HBM. v7x's is 16: its programs
+    # re-tile a bf16 weight stack that a layer loop slices from an entry parameter ((8,128)(2,1), the layout
+    # jax passes) into a (16,128)(2,1) copy before the loop (analyses/hbm/liveness.py). The after-optimization
+    # dumps of fixtures/oracle_new/sharded1..6 show these copies on v7x only (48 of its 49 programs; none on
+    # v5e, v5p, v6e).
+    dot_operand_sublanes_16bit: int = 8
 
 
 # Limits from the oracle's bisections and error messages (shared/corpus/tpu-oracle/README.md). v5p:
@@ -100,7 +106,8 @@ GENERATIONS: dict[str, TpuGeneration] = {
                          hbm_capacity=int(94.75 * GIB), vmem_for_temporaries=64 * MIB, mxu_width=256,
                          dot_lhs_spill_min_k=1024, dot_lhs_spill_min_n=1024, dot_result_spill_min_rows=2048,
                          loop_scores_factor=0.9, loop_spilled_scores_factor=1.05,
-                         msa_operand_budget=16 * MIB, msa_single_use_budget=16 * MIB, msa_results_in_vmem=True),
+                         msa_operand_budget=16 * MIB, msa_single_use_budget=16 * MIB, msa_results_in_vmem=True,
+                         dot_operand_sublanes_16bit=16),
 }
 
 # Other names users and tools print for the same chips (jax device_kind, Cloud TPU names, libtpu topologies).

@@ -210,6 +210,8 @@ class Simulator:
         self.invariants: list[tuple[int, set[int]]] = []  # (while start position, invariant leaf ids)
         self.loops: list[tuple[int, int, list[int]]] = []  # (first, last position, state leaves) per while run
         self.hoisted: dict[tuple[int, str], int] = {}
+        self.relaid: dict[int, int] = {}  # entry parameter leaf -> its re-tiled copy (_relaid_weight_stacks)
+        self.donated: set[int] = set()  # entry parameter leaves an output will alias
         self.user_counts: dict[str, dict[str, int]] = {}
         # A multi-device module before partitioning: each value is sized as one device's shard (partition.py).
         self.splits = shard_factors(module) if predict else None
@@ -298,6 +300,8 @@ class Simulator:
                 self._mark_host_leaves(tree, layouts[number])
             params[number] = tree
             self.param_roots.update(self._leaves(tree))
+        self.donated = {leaf for alias in entry_aliases(self.module)
+                        for leaf in self._leaves(_subtree(params.get(alias.parameter, []), alias.parameter_index) or [])}
         root = self._computation(entry, params)
         root = self._materialize(root)
         end = self.position
@@ -499,6 +503,32 @@ class Simulator:
             out.append(slot)
         return out
 
+    def _relaid_weight_stacks(self, body: Computation, init: Tree) -> list[int]:
+        """Copies of 16-bit weight stacks re-tiled for the dots of a layer loop (prediction mode, on a generation
+        whose dot operands take more sublanes than the (8,128)(2,1) tiles jax passes parameters in: v7x). An
+        entry parameter the body only reads and slices a matrix from each iteration is copied whole before the
+        loop, and the copy lives until the loop ends; a later loop over the same parameter reads the same copy.
+        A donated parameter is left alone: its buffer becomes an output's (KV caches, ZeRO's bf16 parameters:
+        the compiled programs keep their layout or re-tile them where the peak is not).
+        """
+        gen = GENERATIONS.get(canonical_name(self.generation or "") or "")
+        if gen is None or gen.dot_operand_sublanes_16bit <= 8 or not isinstance(init, list):
+            return []
+        out = []
+        for k in self._invariant_slots(body, len(init)):
+            slot = init[k]
+            if not (isinstance(slot, int) and slot in self.param_roots and slot not in self.donated
+                    and _weight_stack(self.values[slot].shape) and _slices_each_iteration(self, body, k)):
+                continue
+            if slot not in self.relaid:
+                param = self.values[slot]
+                copy = self.uf.add()
+                self.values.append(Value(copy, param.inst, param.comp, param.shape, param.bytes, param.space,
+                                         self.position, split=param.split, index=param.index))
+                self.relaid[slot] = copy
+            out.append(self.relaid[slot])
+        return out
+
     def _kept_for_later(self, comp: Computation, inst: Instruction) -> bool:
         """An expensive elementwise value read by two or more instructions: XLA's fusion does not duplicate
         it into each reader, so it gets a buffer of its own; so does an interleaving pad."""
@@ -670,8 +700,10 @@ class Simulator:
             self._use(init)
             if cond is not None:
                 self._computation(cond, {0: init})
+            relaid: list[int] = []
             if body is not None and self.predict:
                 init = self._copy_shared_state(comp, inst, body, init, fresh)
+                relaid = self._relaid_weight_stacks(body, init)
             result = init
             loop_start = self.position
             if body is not None:
@@ -687,6 +719,7 @@ class Simulator:
                 self._union_trees(init, out)
             self.positions.append((comp, inst))
             self.position += 1
+            self._use(relaid)
             self.loops.append((loop_start, self.position, self._leaves(result)))
             return result
         if op == "call":
@@ -911,6 +944,42 @@ def vmem_for_temporaries(tpu: str | None) -> int:
     """VMEM the generation's memory-space assignment fills with temporaries; 0 for an unknown generation."""
     name = canonical_name(tpu or "")
     return GENERATIONS[name].vmem_for_temporaries if name else 0
+
+
+def _weight_stack(shape: Shape) -> bool:
+    """A stack of 16-bit arrays of rank two or more (a layer loop's weight matrices, a read-only attention
+    cache) not already in 16-row tiles."""
+    if not shape.is_array or element_bits(shape) != 16 or len(shape.dims) < 3:
+        return False
+    tiles = shape.layout.tiles if shape.layout is not None else ()
+    return not tiles or tuple(tiles[0].dims)[:1] != (16,)
+
+
+def _slices_each_iteration(sim: "Simulator", body: Computation, k: int) -> bool:
+    """Whether the loop body reads state slot `k` through a dynamic-slice (directly, or in a computation it
+    calls with that slot, as jax's `dynamic_index_in_dim` does)."""
+    param = body.parameter_instructions.get(0)
+    if param is None:
+        return False
+    reads = [i for i in body.instructions if i.opcode == "get-tuple-element" and i.operands
+             and i.operands[0].name == param.name and i.attr("index") == str(k)]
+    names = {i.name for i in reads}
+    for inst in body.instructions:
+        used = [n for n, op in enumerate(inst.operands) if op.name in names]
+        if not used:
+            continue
+        if inst.opcode == "dynamic-slice" and 0 in used:
+            return True
+        callee = sim._callee(inst.attr("to_apply")) if inst.opcode == "call" else None
+        if callee is not None and any(_dynamic_slices_parameter(callee, n) for n in used):
+            return True
+    return False
+
+
+def _dynamic_slices_parameter(comp: Computation, number: int) -> bool:
+    param = comp.parameter_instructions.get(number)
+    return param is not None and any(i.opcode == "dynamic-slice" and i.operands and i.operands[0].name == param.name
+                                     for i in comp.instructions)
 
 
 def _interleaving(inst: Instruction) -> bool:

@@ -43,9 +43,13 @@ ORACLE = FIXTURES / "oracle_new"
 # embedding table's gradient scattered into zeros kept as a buffer (DLRM -68..-48% -> -62..-29%): sharded4
 # 34/40, sharded5 28/40 and 36/40; interleaving pads (associative scans) kept as buffers: 29/40 (Mamba on v6e -66% -> +9%).
 # sharded6 (16 more kinds, held out, compiled after the freeze at 2196c40, scored once): 28/37 and 36/37 (the
-# miss is a compiler crash, not a memory verdict).
-FLOORS = {"sharded1": (14, 16, 16), "sharded2": (27, 29, 31), "sharded3": (28, 34, 34), "sharded4": (34, 38, 40),
-          "sharded5": (29, 36, 40), "sharded6": (28, 36, 37)}
+# miss is a compiler crash, not a memory verdict). Then, from sharded1-6's v7x programs: 16-bit weight stacks and
+# read-only caches a layer loop slices from entry parameters are re-tiled to v7x's 16-row tiles in a copy that
+# lives through the loop (chunked prefill -32% -> +5%, speculative decoding -15% -> 0%, T5 decode -39% -> -7%,
+# MoE decode -22% -> 0% and its missed OOM found, StarCoder LoRA -19% -> -3%; distillation +10% -> +15%):
+# sharded4 35/40 and 39/40, sharded5 30/40.
+FLOORS = {"sharded1": (14, 16, 16), "sharded2": (27, 29, 31), "sharded3": (28, 34, 34), "sharded4": (35, 39, 40),
+          "sharded5": (30, 36, 40), "sharded6": (28, 36, 37)}
 
 
 def _report_total(case: Path) -> int | None:
