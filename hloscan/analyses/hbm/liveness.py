@@ -642,17 +642,17 @@ class Simulator:
 
     def _shared_operand(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> Tree | None:
         """Fusions/custom calls whose output is written in place into an operand (XLA's buffer sharing)."""
-        if inst.opcode == "custom-call":
-            raw = inst.attr("output_to_operand_aliasing")
-            if raw and "{}: (0" in raw.replace(" ", "") and operands:
-                return operands[0] if isinstance(operands[0], int) else None
-            return None
-        if inst.opcode != "fusion":
+        if inst.opcode not in ("fusion", "custom-call"):
             return None
         # `output_to_operand_aliasing` has input_output_alias's syntax: {output index}: (operand, {operand index}).
         aliased = parse_aliases(inst.attr("output_to_operand_aliasing"))
         if aliased and inst.shape is not None and inst.shape.is_tuple:
             return self._aliased_fusion_outputs(comp, inst, operands, aliased)
+        if inst.opcode == "custom-call":
+            # a kernel's input_output_aliases: its one output is written into that operand's buffer
+            whole = [a for a in aliased if a.output_index == () and a.parameter < len(operands)]
+            source = _subtree(operands[whole[0].parameter], whole[0].parameter_index) if whole else None
+            return source if isinstance(source, int) else None
         called = self._callee((parse_name_list(inst.attr("calls")) or [""])[0])
         if called is None:
             return None

@@ -103,6 +103,36 @@ ENTRY %main (a: f32[4,256,128], b: f32[1,256,128]) -> f32[] {
     assert sim.peak_bytes == 4 * TILE
 
 
+
+def test_a_kernel_writes_its_aliased_output_into_the_operand():
+    """A custom call's `output_to_operand_aliasing` (a Pallas kernel's input_output_aliases) names the operand
+    whose buffer its output takes: the output is no second buffer, whole or in a tuple."""
+    template = """HloModule k, is_scheduled=true, entry_computation_layout={(f32[4,256,128]{2,1,0:T(8,128)}, f32[4,256,128]{2,1,0:T(8,128)})->f32[]{:T(128)}}
+%add (l: f32[], r: f32[]) -> f32[] {
+  %l = f32[] parameter(0)
+  %r = f32[] parameter(1)
+  ROOT %s = f32[] add(%l, %r)
+}
+ENTRY %main (a: f32[4,256,128], b: f32[4,256,128]) -> f32[] {
+  %a = f32[4,256,128]{2,1,0:T(8,128)} parameter(0)
+  %b = f32[4,256,128]{2,1,0:T(8,128)} parameter(1)
+  %c = f32[4,256,128]{2,1,0:T(8,128)} copy(%b)
+  SHAPE custom-call(%a, %c), custom_call_target="tpu_custom_call", output_to_operand_aliasing={ALIAS}
+  %z = f32[]{:T(128)} constant(0)
+  ROOT %r = f32[]{:T(128)} reduce(%f, %z), dimensions={0,1,2}, to_apply=%add
+}
+"""
+    whole = template.replace("SHAPE", "%f = f32[4,256,128]{2,1,0:T(8,128)}").replace("ALIAS", "{}: (1, {})")
+    in_tuple = template.replace("SHAPE", "%t = (f32[4,256,128]{2,1,0:T(8,128)}, f32[]{:T(128)})").replace(
+        "ALIAS", "{0}: (1, {})").replace("%z = ", "%f = f32[4,256,128]{2,1,0:T(8,128)} get-tuple-element(%t), index=0\n  %z = ")
+    for text in (whole, in_tuple):
+        [module] = load_text(text)
+        sim = simulate(module, predict=False)
+        # %c and the kernel's output share one buffer: one 512 KiB temporary at the peak, not two
+        assert sim.peak_bytes <= 4 * TILE + 512, text
+        assert not any(b.value.inst.name in ("f", "t") and b.bytes >= 4 * TILE for b in sim.buffers)
+
+
 OFFLOADED_UPDATE = """HloModule offloaded_update, is_scheduled=true, entry_computation_layout={(f32[256,128]{1,0:T(8,128)}, f32[256,128]{1,0:T(8,128)S(5)})->(f32[256,128]{1,0:T(8,128)S(5)}, f32[256,128]{1,0:T(8,128)})}
 
 ENTRY %main (p: f32[256,128], m: f32[256,128]) -> (f32[256,128], f32[256,128]) {
