@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -251,17 +252,21 @@ def _side_fingerprints(path: str, codes: tuple[str, ...]) -> list[list[str]]:
 @functools.cache
 def hloscan_fingerprint() -> str:
     """This hloscan: version, Python, and the size and mtime of every source file (an editable checkout
-    edited since the last run is another hloscan); the grammar of a checkout lives beside the package."""
+    edited since the last run is another hloscan), of the grammar (a checkout keeps it beside the package)
+    and of lark, whose parser words the syntax errors of --strict (found without importing it)."""
     package = Path(__file__).resolve().parents[1]
-    parts = [__version__, sys.version_info[:2]]
+    parts: list[Any] = [__version__, sys.version_info[:2]]
     sources = [package.parent / "grammars" / "hlo.lark"]
-    for folder, dirs, files in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        sources.extend(Path(folder, f) for f in sorted(files) if f.endswith((".py", ".lark")))
+    lark = importlib.util.find_spec("lark")
+    lark_folders = [Path(p) for p in lark.submodule_search_locations or ()] if lark is not None else []
+    for folder in (package, *lark_folders):
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            sources.extend(Path(root, f) for f in sorted(files) if f.endswith((".py", ".lark")))
     for source in sources:
         identity = _identity(str(source))
         if identity is not None:
-            parts.append([str(source.relative_to(package.parent)), identity[2], identity[3]])
+            parts.append([str(source), identity[2], identity[3]])
     return _digest(parts)
 
 
