@@ -31,7 +31,9 @@ demo: $(RUN_STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
-## A whole `hloscan check` and load+graph on the big dumps and a 255 MB input built from them (in build/bench/);
+## A whole `hloscan check` and load+graph on the big dumps and a 255 MB input built from them (in build/bench/), every
+## command on gpt48 as a ratio to check, the result cache (first run and re-run, gpt48 and 1,000 small dumps), and
+## check of every corpus folder;
 ## prints times, peak RSS and the ratio to XLA's C++ parser, timed in the same run when jaxlib is importable
 ## (HLOSCAN_XLA_PYTHON=/path/to/python with jax), else the recorded figure. BENCH_REPEAT=3: best of N.
 bench: $(STAMP)

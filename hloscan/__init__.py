@@ -33,8 +33,10 @@ in the list. Details: hloscan.api.
 `check` takes the same settings as the `[tool.hloscan]` config table (select, ignore, severity, checks,
 tpu, vmem_limit_kib, host_outputs, per_path_ignores) as keyword arguments, plus `config=` (a
 pyproject.toml or hloscan.toml to read first), `strict=` (True: the full grammar; False: the fast path;
-None, the default: the full grammar for texts up to 256 KiB, the fast path above) and `jobs=` (worker
-processes; default 1). Bad settings raise `hloscan.lint.config.ConfigError` (a ValueError) naming the
+None, the default: the full grammar for texts up to 256 KiB, the fast path above), `jobs=` (worker
+processes; default 1) and `cache=` (False, the default; True: reuse the findings of unchanged files from
+the result cache `hloscan check` uses, hloscan.lint.cache; or a folder to keep them in; text inputs are
+never cached). Bad settings raise `hloscan.lint.config.ConfigError` (a ValueError) naming the
 key; an input of an unsupported type raises TypeError.
 """
 

@@ -25,10 +25,11 @@ if TYPE_CHECKING:
     from hloscan.hlo.errors import HloSyntaxError
     from hloscan.hlo.ir import Module
     from hloscan.hlo.loader import LoadedFile
+    from hloscan.lint.cache import ResultCache
     from hloscan.lint.engine import ScanResult
     from hloscan.lint.finding import Finding
 
-_RUN_KEYS = ("config", "strict", "jobs")
+_RUN_KEYS = ("config", "strict", "jobs", "cache")
 _TEXT_STARTS = ("HloModule", "ENTRY")
 
 
@@ -136,8 +137,25 @@ def check(source: Any, **options: Any) -> Findings:
     elif inputs.text is not None:
         result = scan_text(inputs.text, config, strict=strict, path=inputs.label)
     else:
-        result = scan(inputs.paths, config, strict=strict, jobs=int(options.get("jobs", 1)))
+        result = scan(inputs.paths, config, strict=strict, jobs=int(options.get("jobs", 1)),
+                      cache=result_cache(options.get("cache", False)))
     return findings_of(result)
+
+
+def result_cache(choice: Any) -> "ResultCache | None":
+    """`check(..., cache=)`: False (the default: a library call writes nothing unasked), True (the CLI's
+    cache: $HLOSCAN_CACHE_DIR or ~/.cache/hloscan/results) or a folder of its own."""
+    from hloscan.lint.cache import ResultCache, default_max_bytes
+
+    if choice is False or choice is None:
+        return None
+    if choice is True:
+        return ResultCache.default()
+    if isinstance(choice, (str, os.PathLike)):
+        from pathlib import Path
+
+        return ResultCache(Path(choice), default_max_bytes())
+    raise TypeError(f"hloscan: cache must be True, False or a folder, not a {type(choice).__name__}")
 
 
 def findings_of(result: "ScanResult") -> Findings:

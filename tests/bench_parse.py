@@ -19,16 +19,19 @@ import json
 import lzma
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BIG = ROOT.parent / "shared" / "corpus" / "big"
+CORPUS = ROOT.parent / "shared" / "corpus"
+BIG = CORPUS / "big"
 BUILD = ROOT / "build" / "bench"
 GPT48 = "gpt48-cpu.after_optimizations.hlo.txt.xz"
 BIG_COPIES = 5
+SMALL_COUNT, SMALL_MAX_BYTES = 1000, 256 * 1024  # the folder of small dumps the cache is measured on
 # XLA's C++ parser on gpt48 on an idle 2-core machine of this kind: 1.9-2.0 s, 890 MB (issue 13).
 RECORDED_XLA = {GPT48.removesuffix(".xz"): (1.95, 890.0)}
 
@@ -54,8 +57,49 @@ xla_client.hlo.hlo_module_from_text(text)
 print(json.dumps({"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}))
 """
 
+# Runs in a child with jaxlib: XLA's parser on many files in one process (a list of paths on stdin; read and
+# decompression time excluded; a file XLA rejects counts its time to the error). XLA aborts the process on
+# some invalid inputs, so each parse runs in a fork of this process and reports its own parse time: the
+# sum is the parse time without the forks (a file that kills its fork is counted as crashed). NOTE: the forks'
+# copy-on-write page faults land in that time, so this figure overstates XLA's (on the corpus: 103 s here, while
+# 1,000 of the same small files take 0.6 s in one process without forks); trust it only as an upper bound.
+_XLA_MANY_CHILD = """
+import gzip, json, lzma, os, struct, sys, time
+paths = sys.stdin.read().splitlines()
+def read(path):
+    opener = lzma.open if path.endswith(".xz") else gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as handle:
+        return handle.read().decode("utf-8", errors="replace")
+texts = [read(p) for p in paths]
+from jax._src.lib import xla_client
+seconds = cpu = 0.0
+failed = 0
+for text in texts:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        start, used = time.perf_counter(), time.process_time()
+        try:
+            xla_client.hlo.hlo_module_from_text(text)
+        except Exception:
+            pass
+        os.write(w, struct.pack("dd", time.perf_counter() - start, time.process_time() - used))
+        os._exit(0)
+    os.close(w)
+    data = os.read(r, 16)
+    os.close(r)
+    os.waitpid(pid, 0)
+    if len(data) == 16:
+        wall, used = struct.unpack("dd", data)
+        seconds, cpu = seconds + wall, cpu + used
+    else:
+        failed += 1
+print(json.dumps({"seconds": seconds, "cpu": cpu, "failed": failed}))
+"""
 
-def run_child(argv: list[str], env: dict | None = None) -> tuple[float, float, str, float]:
+
+def run_child(argv: list[str], env: dict | None = None, accept: tuple[int, ...] = (0, 1)) -> tuple[float, float, str, float]:
     """Wall seconds, peak RSS (MB, this child alone, from wait4), stdout and CPU seconds of one child."""
     import tempfile
 
@@ -67,7 +111,7 @@ def run_child(argv: list[str], env: dict | None = None) -> tuple[float, float, s
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stdout.close()
-        if proc.returncode not in (0, 1):
+        if proc.returncode not in accept:
             err.seek(0)
             raise SystemExit(f"{argv[:3]} failed ({proc.returncode}): {err.read().decode(errors='replace')[-2000:]}")
     return wall, usage.ru_maxrss / 1024, out.decode(), usage.ru_utime + usage.ru_stime
@@ -88,15 +132,37 @@ def _user_env() -> dict:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def measure_check(path: Path, repeat: int) -> dict:
-    """A user's whole `hloscan check` process: interpreter start, read, parse, every check, the JSON report."""
+def measure_check(path: Path | list[Path], repeat: int, accept: tuple[int, ...] = (0, 1)) -> dict:
+    """A user's whole `hloscan check` process, cold (--no-cache): interpreter start, read, parse, every
+    check, the JSON report. `accept`: the exit codes that are no failure of the run (the corpus holds
+    inputs that must fail: exit 2)."""
+    paths = [str(p) for p in (path if isinstance(path, list) else [path])]
+    return measure_cli(["check", "--no-cache", "--format", "json", "--exit-zero", *paths], repeat, accept=accept)
+
+
+def measure_cli(args: list[str], repeat: int, env: dict | None = None, accept: tuple[int, ...] = (0, 1)) -> dict:
+    """A whole `hloscan ARGS...` process (best of `repeat`)."""
     hloscan = str(Path(sys.executable).with_name("hloscan"))
     runs = []
     for _ in range(repeat):
-        wall, rss, _out, cpu = run_child([hloscan, "check", "--format", "json", "--exit-zero", str(path)],
-                                         env=_user_env())
+        wall, rss, _out, cpu = run_child([hloscan, *args], env={**_user_env(), **(env or {})}, accept=accept)
         runs.append({"seconds": wall, "rss": rss, "cpu": cpu})
     return best(runs)
+
+
+def measure_cached(paths: list[Path], repeat: int) -> tuple[dict, dict]:
+    """`hloscan check` into an empty result cache (the first run: it scans and writes every entry), then
+    again on the unchanged files (answered from the cache); each repetition starts from an empty cache."""
+    import tempfile
+
+    args = ["check", "--format", "json", "--exit-zero", *map(str, paths)]
+    firsts, warms = [], []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="hloscan-bench-cache-") as folder:
+            env = {"HLOSCAN_CACHE_DIR": folder}
+            firsts.append(measure_cli(args, 1, env))
+            warms.append(measure_cli(args, 1, env))
+    return best(firsts), best(warms)
 
 
 def measure_load(path: Path, repeat: int) -> dict:
@@ -126,6 +192,20 @@ def _xla_env() -> dict:
     # libtpu (pulled in by jax[tpu]) must not query a metadata server nor lock out other processes.
     return {**os.environ, "TPU_SKIP_MDS_QUERY": "1", "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
             "JAX_PLATFORMS": "cpu"}
+
+
+def measure_xla_many(python: str | None, paths: list[str], repeat: int) -> dict | None:
+    """XLA's parser on every file hloscan scans under `paths`, in one process."""
+    if python is None:
+        return None
+    runs = []
+    for _ in range(repeat):
+        proc = subprocess.run([python, "-c", _XLA_MANY_CHILD], input="\n".join(paths), capture_output=True,
+                              text=True, env=_xla_env())
+        if proc.returncode != 0:
+            raise SystemExit(f"XLA's parser on many files failed: {proc.stderr[-2000:]}")
+        runs.append({**json.loads(proc.stdout), "rss": 0.0})
+    return {**best(runs), "how": "same run"}
 
 
 def measure_xla(python: str | None, path: Path, repeat: int) -> dict | None:
@@ -182,6 +262,84 @@ def build_large(copies: int = BIG_COPIES) -> Path:
     return out
 
 
+def build_small(count: int = SMALL_COUNT) -> Path:
+    """A folder of `count` small dumps (at most SMALL_MAX_BYTES each): the first ones hloscan finds in the
+    corpus (big/ aside), copied under numbered names so that each is a module of its own."""
+    from hloscan.hlo.loader import discover
+
+    out = BUILD / f"small{count}"
+    if (out / ".complete").exists():
+        return out
+    folders = [p for p in sorted(CORPUS.iterdir()) if p.is_dir() and p.name != "big"]
+    found = [Path(p) for p, skipped in discover(folders) if skipped is None]
+    chosen = [p for p in found if p.stat().st_size <= SMALL_MAX_BYTES][:count]
+    if len(chosen) < count:
+        raise SystemExit(f"only {len(chosen)} small dumps in {CORPUS}")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    for i, source in enumerate(chosen):
+        shutil.copyfile(source, out / f"{i:04d}-{source.name}")
+    (out / ".complete").touch()
+    return out
+
+
+def scanned_files(paths: list[Path]) -> list[str]:
+    """The files `hloscan check PATHS...` scans (what XLA's parser is given for the same work)."""
+    from hloscan.hlo.loader import discover
+
+    return [p for p, skipped in discover(paths) if skipped is None]
+
+
+def entry_root(path: Path) -> str:
+    """The ROOT instruction of the dump's ENTRY computation (the instruction `graph --around` draws)."""
+    text = path.read_text(encoding="utf-8")
+    entry = re.search(r"^ENTRY ", text, re.M)
+    return re.compile(r"^\s*ROOT %?([\w.\-]+)", re.M).search(text, entry.start()).group(1)
+
+
+def command_lines(path: Path, repeat: int) -> None:
+    """Every command that loads a whole dump, as a ratio to a cold `check` of the same file in this run."""
+    p = str(path)
+    graph = str(BUILD / "bench-graph.dot")
+    commands = [("check --no-cache", ["check", "--no-cache", "--format", "json", "--exit-zero", p]),
+                ("parse", ["parse", p]), ("signature", ["signature", p]), ("memory", ["memory", p]),
+                ("hbm", ["hbm", p]), ("vmem", ["vmem", p]), ("diff", ["diff", p, p]),
+                ("graph --around", ["graph", p, "--around", entry_root(path), "-o", graph])]
+    check = None
+    print(f"commands on {path.name} (whole processes; ratio to `check --no-cache` of the same file, this run):")
+    for name, args in commands:
+        run = measure_cli(args, repeat)
+        check = check or run
+        print(f"  {name}: {run['seconds']:.2f} s (CPU {run['cpu']:.2f} s, peak RSS {run['rss']:.0f} MB): "
+              f"{run['seconds'] / check['seconds']:.2f}x check", flush=True)
+
+
+def cache_lines(label: str, paths: list[Path], xla: dict | None, repeat: int) -> None:
+    first, warm = measure_cached(paths, repeat)
+    line = (f"cache, {label}: first run {first['seconds']:.2f} s (CPU {first['cpu']:.2f} s), unchanged re-run "
+            f"{warm['seconds']:.2f} s (CPU {warm['cpu']:.2f} s, peak RSS {warm['rss']:.0f} MB): "
+            f"{warm['seconds'] / first['seconds']:.2f}x the first run")
+    if xla is not None:
+        line += f"; XLA parser {xla['seconds']:.2f} s ({xla['how']}): re-run {warm['seconds'] / xla['seconds']:.2f}x"
+    print(line, flush=True)
+
+
+def many_files_line(label: str, paths: list[Path], python: str | None, repeat: int,
+                    accept: tuple[int, ...] = (0, 1)) -> dict | None:
+    """A cold `check` of many files against XLA's parser on the same files in one process."""
+    files = scanned_files(paths)
+    megabytes = sum(os.path.getsize(f) for f in files) / 1e6
+    check = measure_check(paths, repeat, accept)
+    xla = measure_xla_many(python, files, repeat)
+    line = (f"{label}: {len(files)} files, {megabytes:.1f} MB: check --no-cache {check['seconds']:.2f} s "
+            f"(CPU {check['cpu']:.2f} s, peak RSS {check['rss']:.0f} MB)")
+    if xla is not None:
+        line += (f"; XLA parser {xla['seconds']:.2f} s (CPU {xla['cpu']:.2f} s, {xla['failed']} crashed it, one process, "
+                 f"{xla['how']}): check {check['seconds'] / xla['seconds']:.2f}x (CPU {check['cpu'] / xla['cpu']:.2f}x)")
+    print(line, flush=True)
+    return xla
+
+
 # ----------------------------------------------------------------------------------------------------
 
 
@@ -191,6 +349,9 @@ def main() -> None:
     args.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "3")))
     args.add_argument("--xla-python", default=None, help="an interpreter with jaxlib (default: HLOSCAN_XLA_PYTHON)")
     args.add_argument("--no-large", action="store_true", help="skip the larger input")
+    args.add_argument("--no-commands", action="store_true", help="skip the per-command figures on gpt48")
+    args.add_argument("--no-cache-lines", action="store_true", help="skip the result cache's figures")
+    args.add_argument("--no-corpus", action="store_true", help="skip the check of every corpus folder")
     opts = args.parse_args()
     files = [decompressed(f) for f in (opts.files or sorted(BIG.glob("*.xz")))]
     if not opts.files and not opts.no_large and (BIG / GPT48).exists():
@@ -198,8 +359,9 @@ def main() -> None:
     if not files:
         sys.exit(f"no benchmark dumps found in {BIG}")
     python = xla_python(opts.xla_python)
-    print(f"best of {opts.repeat}; XLA's parser: {'measured with ' + python if python else 'recorded figures'}")
-    rows = []
+    print(f"best of {opts.repeat}; XLA's parser: {'measured with ' + python if python else 'recorded figures'}; "
+          f"load average before: {_load_average()} ({os.cpu_count()} cores)")
+    rows, xla_by_name = [], {}
     for path in files:
         check = measure_check(path, opts.repeat)
         load = measure_load(path, opts.repeat)
@@ -215,6 +377,7 @@ def main() -> None:
                      f"(CPU {load['cpu'] / xla['cpu']:.2f}x)")
         print(line, flush=True)
         rows.append((path.name, load["instructions"], check, load))
+        xla_by_name[path.name] = xla
     if len(rows) >= 2:
         # The larger input against the dump it was built from (same kind of text), else smallest vs largest.
         small = next((r for r in rows if r[0] == GPT48.removesuffix(".xz")), min(rows, key=lambda r: r[1]))
@@ -224,6 +387,26 @@ def main() -> None:
                   f"check CPU x{large[2]['cpu'] / small[2]['cpu']:.2f}, check RSS x{large[2]['rss'] / small[2]['rss']:.2f}, "
                   f"load+graph CPU x{large[3]['cpu'] / small[3]['cpu']:.2f}, "
                   f"load RSS x{large[3]['rss'] / small[3]['rss']:.2f}")
+    gpt48 = next((f for f in files if f.name == GPT48.removesuffix(".xz")), None)
+    if gpt48 is not None and not opts.no_commands:
+        command_lines(gpt48, opts.repeat)
+    if not opts.no_cache_lines and CORPUS.is_dir():
+        small = build_small()
+        small_xla = many_files_line(f"{SMALL_COUNT} small dumps ({small.relative_to(ROOT)})", [small], python,
+                                    opts.repeat)
+        cache_lines(f"{SMALL_COUNT} small dumps", [small], small_xla, opts.repeat)
+        if gpt48 is not None:
+            cache_lines(gpt48.name, [gpt48], xla_by_name.get(gpt48.name), opts.repeat)
+    if not opts.no_corpus and CORPUS.is_dir():
+        folders = [p for p in sorted(CORPUS.iterdir()) if p.is_dir()]
+        many_files_line(f"every corpus folder ({', '.join(p.name for p in folders)})", folders, python, opts.repeat,
+                        accept=(0, 1, 2))  # xla-parser-invalid's files fail by design
+    print(f"load average after: {_load_average()}")
+
+
+def _load_average() -> str:
+    """The 1, 5 and 15 minute load averages: a figure measured on a busy machine says so."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _text_mb(path: Path) -> float:

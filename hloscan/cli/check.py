@@ -14,6 +14,7 @@ from hloscan.cli.confirm import confirm_options, run_confirm
 from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, refuse_unmatched, stage_inputs
 from hloscan.hlo.loader import LoadedFile, discover
 from hloscan.lint import baseline
+from hloscan.lint.cache import DEFAULT_MAX_MB, DIR_ENV, MAX_MB_ENV, ResultCache
 from hloscan.lint.engine import ScanResult
 from hloscan.lint.files import atomic_write, json_text, printable
 from hloscan.lint.finding import Severity
@@ -109,6 +110,11 @@ def _module_json(module) -> dict[str, Any]:
 @colour_option
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, progress or notes.")
 @click.option("--show-config", is_flag=True, help="Print the config file and settings in force, then exit.")
+@click.option("--no-cache", is_flag=True,
+              help="Neither read nor write the result cache. By default the findings of a file unchanged since "
+                   "an earlier run with the same hloscan and settings are read back from "
+                   f"${DIR_ENV} (default $XDG_CACHE_HOME/hloscan/results, i.e. ~/.cache/hloscan/results; at "
+                   f"most ${MAX_MB_ENV} MB, default {DEFAULT_MAX_MB}).")
 @click.option("--statistics", is_flag=True, help="Print how many findings each rule raised instead of the findings.")
 @MODULE_OPTION
 @STAGE_OPTION
@@ -117,9 +123,12 @@ def _module_json(module) -> dict[str, Any]:
 @confirm_options
 @family_flags
 def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config_file, no_config, baseline_file,
-          write_baseline, jobs, colour, quiet, show_config, statistics, module_name, stage, confirm, topology, python,
-          timeout, **family_options) -> None:
-    """Run the checks on dumps, dump folders or lit-test files (`-` reads standard input)."""
+          write_baseline, jobs, colour, quiet, show_config, no_cache, statistics, module_name, stage, confirm,
+          topology, python, timeout, **family_options) -> None:
+    """Run the checks on dumps, dump folders or lit-test files (`-` reads standard input).
+
+    A re-run on unchanged files reads their findings from the result cache (see --no-cache): the same
+    report as a fresh run, for the cost of reading and hashing the files."""
     config = settings(config_file, no_config, family_options, select, ignore)
     if show_config:
         click.echo(config_report(config))
@@ -137,7 +146,7 @@ def check(paths, fmt, select, ignore, fail_on, exit_zero, strict, output, config
     require_writable(output, "--output", inputs.files)
     require_writable(write_baseline, "--write-baseline", inputs.files)
     result = scan(paths, config, strict=strict, jobs=jobs or default_jobs(), progress=None if quiet else sys.stderr,
-                  inputs=inputs)
+                  inputs=inputs, cache=None if no_cache else ResultCache.default())
     if module_name is not None:
         refuse_unmatched(_paths_label(paths), [m.name for f in result.files for m in f.modules], module_name)
         result.findings = [f for f in result.findings if module_matches(f.module, module_name)]

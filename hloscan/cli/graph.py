@@ -16,6 +16,7 @@ import click
 from hloscan.analyses.host_offload.walk import analyze, is_move_to_device, is_move_to_host
 from hloscan.cli.main import config_options, family_flags, load_all, main, require_writable, settings
 from hloscan.cli.modules import MODULE_OPTION, STAGE_OPTION, module_matches, other_stage, refuse_unmatched, stage_inputs
+from hloscan.hlo.graph import neighbourhood_graph
 from hloscan.hlo.ir import HOST_MEMORY_SPACE, Instruction, Module, Shape
 from hloscan.hlo.layout import physical_bytes
 from hloscan.lint.files import write_output as write_file
@@ -302,7 +303,8 @@ def neighbourhood_view(module: Module, centre: Node, depth: int, host: set[Node]
                        host_path: dict[Node, tuple[int, ...]] | None = None) -> View:
     """The instructions within `depth` hops of `centre`, breadth first, at most MAX_NODES of them and
     MAX_FANOUT operands/users per instruction; what is left out becomes `+N more` summary nodes."""
-    graph = module.graph
+    # The whole graph when an analysis built it already, else only the part this walk can reach.
+    graph = module.graph_if_built or neighbourhood_graph(module, centre, depth)
     view = View(module, host=set(host), host_path=dict(host_path or {}), title=f"around {centre[1]} (depth {depth})")
     seen = {centre: 0}
     queue = deque([centre])
@@ -329,9 +331,12 @@ def neighbourhood_view(module: Module, centre: Node, depth: int, host: set[Node]
             view.cut.append((node, direction, missing))
     for node in seen:
         view.add(node)
-    for a, b, data in graph.subgraph(seen).edges(data=True):
-        if data.get("kind") != "control":
-            view.edges.append((a, b, ()))
+    # In the graph's node order: networkx's subgraph views follow their node set's hash order once it is
+    # under half the graph, which made the diagram of a big module differ from run to run.
+    for a in (n for n in graph.succ if n in seen):
+        for b, data in graph.succ[a].items():
+            if b in seen and data.get("kind") != "control":
+                view.edges.append((a, b, ()))
     view.centre = centre
     if view.cut:
         hidden = sum(count for _, _, count in view.cut)

@@ -36,13 +36,87 @@ _APPLY_OPCODES = frozenset({"reduce", "reduce-window", "all-reduce", "all-reduce
                             "map", "scatter", "select-and-scatter", "scan"})
 
 
-def build_graph(module: Module) -> nx.DiGraph:
+def build_graph(module: Module, computations: frozenset[str] | None = None) -> nx.DiGraph:
+    """The module's graph; with `computations`, the subgraph it induces on their instructions (the same
+    nodes, edges, edge data and neighbour order as `module.graph.subgraph(...)`), built from those alone."""
     with gc_paused():
-        nodes, succ, pred, callers = _adjacency(module)
+        nodes, succ, pred, callers = _adjacency(module, computations)
         edges = _Edges(succ, pred)
         for comp, inst in callers:
-            _add_call_edges(edges, module, comp, inst)
+            _add_call_edges(edges, module, comp, inst, computations)
         return _digraph_from_adjacency(module.name, nodes, succ, pred)
+
+
+def neighbourhood_graph(module: Module, centre: Node, depth: int) -> nx.DiGraph:
+    """A subgraph of the module's graph holding every node within `depth` edges of `centre` (either
+    direction) and every edge among them: the subgraph induced by enough computations, grown until a walk
+    of `depth` edges stays inside them. `hloscan graph --around` on a 48 MB dump builds this instead of the
+    whole graph (two of its five seconds).
+
+    An edge joins two computations only at a call site (call edges from its operands to the callee's
+    parameters, return edges from the callee's ROOT) or a while (loop edges from the body's ROOT to the
+    body's and condition's parameters); so a node that may have a neighbour outside is a call site, an
+    operand of one, a parameter or a ROOT, and the computations it may reach are named by `_beyond`."""
+    computations = {centre[0]}
+    callers: dict[str, list[tuple[Computation, Instruction]]] | None = None
+    while True:
+        graph = build_graph(module, frozenset(computations))
+        near = _within(graph, centre, depth - 1)
+        needs_callers = any(_is_parameter_or_root(module, node) for node in near)
+        if needs_callers and callers is None:
+            callers = _callers_by_callee(module)
+        wanted = _beyond(module, graph, near, callers or {})
+        if wanted <= computations:
+            return graph
+        computations |= wanted
+
+
+def _within(graph: nx.DiGraph, centre: Node, hops: int) -> set[Node]:
+    """The nodes at most `hops` edges from `centre`, either direction (none when hops < 0)."""
+    if hops < 0 or centre not in graph.succ:
+        return set()
+    reached, frontier = {centre}, {centre}
+    for _ in range(hops):
+        frontier = {m for n in frontier for m in (*graph.succ[n], *graph.pred[n])} - reached
+        reached |= frontier
+    return reached
+
+
+def _is_parameter_or_root(module: Module, node: Node) -> bool:
+    comp = module.computations_by_name[node[0]]
+    return comp.by_name[node[1]].opcode == "parameter" or comp.root.name == node[1]
+
+
+def _callers_by_callee(module: Module) -> dict[str, list[tuple[Computation, Instruction]]]:
+    out: dict[str, list[tuple[Computation, Instruction]]] = {}
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if may_call(inst):
+                for _, callee in called_computations(inst):
+                    out.setdefault(callee, []).append((comp, inst))
+    return out
+
+
+def _beyond(module: Module, graph: nx.DiGraph, near: set[Node],
+            callers: dict[str, list[tuple[Computation, Instruction]]]) -> set[str]:
+    """The computations the edges of the nodes `near` may lead to."""
+    out: set[str] = set()
+
+    def callees(comp: str, name: str) -> None:
+        inst = module.computations_by_name[comp].by_name[name]
+        if may_call(inst):
+            out.update(callee for _, callee in called_computations(inst))
+
+    for node in near:
+        callees(*node)  # return edges from its callees' ROOTs
+        for user in graph.succ[node]:
+            if user[0] == node[0]:
+                callees(*user)  # call edges from this operand to the user's callee parameters
+        if _is_parameter_or_root(module, node):
+            for comp, site in callers.get(node[0], ()):  # call and return edges; loop edges via the while
+                out.add(comp.name)
+                callees(comp.name, site.name)
+    return out
 
 
 class _Edges:
@@ -59,12 +133,24 @@ class _Edges:
             self.succ[u][v] = self.pred[v][u] = data
 
 
-def _adjacency(module: Module):
+def may_call(inst: Instruction) -> bool:
+    """Whether an instruction may call computations: cheap tests, its attributes are parsed for callers only."""
+    tail = inst.attrs_text
+    if not tail:
+        return False
+    opcode = inst.opcode
+    return (opcode in _CALLING_OPCODES or opcode.endswith(_ASYNC_SUFFIXES) or "computation" in tail
+            or "calls=" in tail or "to_apply=" in tail)
+
+
+def _adjacency(module: Module, computations: frozenset[str] | None = None):
     """Node and edge dicts for operand and control edges, built in plain dicts in one pass (the hot part),
     and the instructions that may call computations.
 
     Operands are defined before use (XLA's rule, checked by validate.py), so each source node exists by
-    the time an edge reaches it; a name that does not is skipped rather than invented.
+    the time an edge reaches it; a name that does not is skipped rather than invented. With `computations`,
+    only their instructions are nodes, and only their call sites are callers, plus every while: its loop
+    edges join its body and condition, which may both be among them while its own computation is not.
     """
     nodes: dict[Node, dict] = {}
     succ: dict[Node, dict] = {}
@@ -72,6 +158,9 @@ def _adjacency(module: Module):
     callers: list[tuple[Computation, Instruction]] = []  # for the call edges, added once all nodes exist
     for comp in module.computations:
         cname = comp.name
+        if computations is not None and cname not in computations:
+            callers.extend((comp, inst) for inst in comp.instructions if inst.opcode == "while")
+            continue
         for inst in comp.instructions:
             target = (cname, inst.name)
             nodes[target] = {"inst": inst, "comp": cname}
@@ -94,10 +183,7 @@ def _adjacency(module: Module):
             if tail:
                 if "control-predecessors" in tail:
                     _add_control_edges(inst, cname, target, succ, incoming)
-                # Whether it may call computations: cheap tests here, attributes are parsed later for callers only
-                opcode = inst.opcode
-                if (opcode in _CALLING_OPCODES or opcode.endswith(_ASYNC_SUFFIXES) or "computation" in tail
-                        or "calls=" in tail or "to_apply=" in tail):
+                if may_call(inst):
                     callers.append((comp, inst))
     return nodes, succ, pred, callers
 
@@ -151,11 +237,14 @@ def called_computations(inst: Instruction) -> list[tuple[str, str]]:
     return out
 
 
-def _add_call_edges(graph: "_Edges", module: Module, comp: Computation, inst: Instruction) -> None:
+def _add_call_edges(graph: "_Edges", module: Module, comp: Computation, inst: Instruction,
+                    computations: frozenset[str] | None = None) -> None:
+    """Call, return and loop edges of one call site; each has an end in the callee (the loop edges leave
+    the body's ROOT), so a callee outside `computations` adds none."""
     site = (comp.name, inst.name)
     for attr, callee_name in called_computations(inst):
         callee = module.computations_by_name.get(callee_name)
-        if callee is None:
+        if callee is None or (computations is not None and callee_name not in computations):
             continue
         if attr in _APPLY_ONLY and inst.opcode in _APPLY_OPCODES:
             continue

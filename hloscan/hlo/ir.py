@@ -498,6 +498,11 @@ class Module:
 
         return build_graph(self)
 
+    @property
+    def graph_if_built(self):
+        """`graph` when something built it already, else None (without building it)."""
+        return self.__dict__.get("graph")
+
     def to_text(self) -> str:
         parts = []
         if self.has_header:

@@ -57,6 +57,9 @@ SKIP_DIR_LINK = "symlink to a folder (not followed)"
 SKIP_DUPLICATE = "the same file as an earlier input"
 
 STDIN = "-"  # the path that means "read standard input" (check and parse)
+# How the error of an input that could not be read begins (the result cache does not keep those: a read
+# that failed may succeed next time, while a syntax error is a fact of the bytes).
+READ_FAILURE = "cannot read input"
 
 
 def discover(paths: list[str | Path]) -> list[tuple[str, str | None]]:
@@ -168,7 +171,7 @@ def read_input(path: str) -> tuple[str, list[str]]:
         with _open(Path(path)) as handle:
             data = handle.read()
     except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise HloSyntaxError(f"cannot read input: {exc}", 1, 1, "", path) from None
+        raise HloSyntaxError(f"{READ_FAILURE}: {exc}", 1, 1, "", path) from None
     return decode_lenient(data, path)
 
 

@@ -27,6 +27,16 @@ class Selection:
         return not any(matches(check, s) for s in self.ignore)
 
 
+@dataclass(frozen=True)
+class ModuleSummary:
+    """What a reporter needs of a module scanned in another process or read from the result cache (the IR
+    itself is not sent back nor kept)."""
+
+    name: str
+    line: int
+    instruction_count: int
+
+
 @dataclass
 class ScanResult:
     files: list[LoadedFile] = field(default_factory=list)

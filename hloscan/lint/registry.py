@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
 
 from hloscan.lint.finding import Finding, Related, Severity, SourceLocation, Span
 
@@ -90,6 +90,10 @@ class Family:
     title: str
     xla_errors: tuple[str, ...] = ()
     options: dict[str, Option] = field(default_factory=dict)
+    # The files besides a dump that the family's analyses may read for it (path -> candidate paths, present
+    # or not): the result cache (hloscan.lint.cache) fingerprints them, so a report that appears, changes or
+    # goes away beside an unchanged dump is not answered from the cache.
+    side_files: Callable[[str], Iterable[str]] | None = None
 
 
 class Check:

@@ -13,9 +13,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TextIO
 
+from hloscan.lint.cache import ResultCache, Session
 from hloscan.lint.config import Config
 from hloscan.lint.files import printable
-from hloscan.lint.engine import ScanResult, Selection, run_checks, selected_checks
+from hloscan.lint.engine import ModuleSummary, ScanResult, Selection, run_checks, selected_checks
 from hloscan.lint.finding import Finding, Severity, Span
 from hloscan.hlo.errors import HloSyntaxError
 from hloscan.hlo.loader import STDIN, LoadedFile, discover, load_file, load_text
@@ -27,15 +28,6 @@ log = logging.getLogger(__name__)
 
 # Below this much input, starting worker processes costs more than it saves (a pre-commit run on a few files).
 PARALLEL_MIN_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class ModuleSummary:
-    """What a reporter needs of a module scanned in another process (the IR itself is not sent back)."""
-
-    name: str
-    line: int
-    instruction_count: int
 
 
 @dataclass(frozen=True)
@@ -60,16 +52,18 @@ def collect(paths: Iterable[str]) -> Inputs:
 
 def scan(paths: Iterable[str], config: Config, *, strict: bool | None = None, jobs: int = 1,
          progress: TextIO | None = None,
-         keep_modules: bool = False, inputs: Inputs | None = None) -> ScanResult:
+         keep_modules: bool = False, inputs: Inputs | None = None, cache: ResultCache | None = None) -> ScanResult:
     """The one scan path of `hloscan check` and `hloscan.check()`: files and dump folders, each check on the
     dump stage it declares (see hloscan.lint.stages), in `jobs` worker processes unless `keep_modules`.
-    `inputs` is `collect(paths)` when the caller has already looked at them."""
+    `inputs` is `collect(paths)` when the caller has already looked at them. With a `cache`, unchanged
+    files are answered from it (hloscan.lint.cache); a scan that keeps the modules reads none."""
     started, clock = time.time(), time.monotonic()
     checks = selected_checks(Selection(config.select or (), config.ignore or ()))
     inputs = inputs if inputs is not None else collect(paths)
     tasks = tasks_for(inputs.files, checks, config.ignored_for)
+    session = cache.session(config.options(), config.severity, strict) if cache and not keep_modules else None
     result = scan_tasks(tasks, config.options(), config.severity, strict, jobs=jobs, keep_modules=keep_modules,
-                        checks_run=[c.code for c in checks], progress=progress)
+                        checks_run=[c.code for c in checks], progress=progress, cache=session)
     result.skipped = list(inputs.skipped)
     result.started, result.elapsed = started, time.monotonic() - clock
     return result
@@ -141,31 +135,46 @@ def lenient_read_finding(path: str, note: str) -> Finding:
 def scan_tasks(tasks: list[Task], options: dict[str, Any] | None = None,
                severities: dict[str, Severity] | None = None, strict: bool | None = None, jobs: int = 1,
                keep_modules: bool = False, checks_run: list[str] | None = None,
-               progress: TextIO | None = None) -> ScanResult:
-    """Run every task; results are assembled in task order, so parallel output equals serial output."""
+               progress: TextIO | None = None, cache: Session | None = None) -> ScanResult:
+    """Run every task; results are assembled in task order, so parallel output equals serial output, and
+    a result read from the cache equals the one computed (the cache's key covers all it depends on)."""
     options, severities = options or {}, severities or {}
-    jobs = min(jobs, default_jobs(), len(tasks))
     bar = Progress(len(tasks), progress)
     try:
-        # Standard input can be read by this process only.
-        if (jobs <= 1 or keep_modules or _total_bytes(tasks) < PARALLEL_MIN_BYTES
-                or any(t.path == STDIN for t in tasks)):
-            outputs = []
-            for task in tasks:
-                bar.reading(task.path)
-                outputs.append(scan_file(task, options, severities, strict, keep_modules))
-                bar.advance()
-        else:
-            bar.reading(None, workers=jobs)
-            outputs = _parallel(tasks, options, severities, strict, jobs, bar)
+        probes = [cache.lookup(t.path, t.codes, t.stages) for t in tasks] if cache is not None else [None] * len(tasks)
+        todo = [t for t, probe in zip(tasks, probes) if probe is None or probe.hit is None]
+        bar.advance(len(tasks) - len(todo))
+        computed = iter(_run(todo, options, severities, strict, jobs, keep_modules, bar))
+        outputs = [probe.hit if probe is not None and probe.hit is not None else next(computed) for probe in probes]
     finally:
         bar.close()
+    if cache is not None:
+        for probe, (loaded, findings) in zip(probes, outputs):
+            cache.store(probe, loaded, findings)
+        cache.finish()
     result = ScanResult(checks_run=list(checks_run or ()))
     for loaded, findings in outputs:
         result.files.append(loaded)
         result.findings.extend(findings)
     result.findings = dedupe(sorted(result.findings, key=Finding.sort_key))
     return result
+
+
+def _run(tasks: list[Task], options, severities, strict, jobs: int, keep_modules: bool,
+         bar: "Progress") -> list[tuple[LoadedFile, list[Finding]]]:
+    """Scan the tasks here, or in worker processes when there is enough input to pay for starting them."""
+    jobs = min(jobs, default_jobs(), len(tasks))
+    # Standard input can be read by this process only.
+    if (jobs <= 1 or keep_modules or _total_bytes(tasks) < PARALLEL_MIN_BYTES
+            or any(t.path == STDIN for t in tasks)):
+        outputs = []
+        for task in tasks:
+            bar.reading(task.path)
+            outputs.append(scan_file(task, options, severities, strict, keep_modules))
+            bar.advance()
+        return outputs
+    bar.reading(None, workers=jobs)
+    return _parallel(tasks, options, severities, strict, jobs, bar)
 
 
 def _total_bytes(tasks: list[Task]) -> int:

@@ -99,26 +99,36 @@ def _allocation(index: int, size: int, tail: str) -> Allocation:
                       int(param.group(1)) if param else None, "maybe-live-out" in tail)
 
 
+_REPORT_NAMES = ("memory-usage-report.txt", "buffer-assignment.txt")
+
+
 def sibling(path: str, name: str) -> str | None:
     """The report `name` written for the same compile as the dump at `path` (same file prefix)."""
+    return next((full for full in _candidates(path, name) if os.path.exists(full)), None)
+
+
+def _candidates(path: str, name: str) -> list[str]:
+    """Where report `name` of the dump at `path` may be, in the order they are tried."""
     folder, base = os.path.split(path)
     base = base[:-3] if base.endswith(".xz") else base
+    out = []
     for suffix in _STAGE_SUFFIXES:
         if base.endswith(suffix):
             prefix = base[: -len(suffix)]
             # XLA writes `<prefix>after_optimizations-<name>`; tpu-oracle case folders hold bare `<name>`.
             names = (prefix + "after_optimizations-" + name, prefix + name)
-            for candidate in (n + ext for n in names for ext in ("", ".xz")):
-                full = os.path.join(folder, candidate)
-                if os.path.exists(full):
-                    return full
-    return None
+            out.extend(os.path.join(folder, n + ext) for n in names for ext in ("", ".xz"))
+    return out
+
+
+def report_files(dump_path: str) -> list[str]:
+    """Every path read_report may read for the dump at `dump_path`, present or not (Family.side_files)."""
+    return [full for name in _REPORT_NAMES for full in _candidates(dump_path, name)]
 
 
 def read_report(dump_path: str) -> XlaReport | None:
     """XLA's figures beside a dump file, or None when it has neither report."""
-    usage = sibling(dump_path, "memory-usage-report.txt")
-    assignment = sibling(dump_path, "buffer-assignment.txt")
+    usage, assignment = (sibling(dump_path, name) for name in _REPORT_NAMES)
     if usage is None and assignment is None:
         return None
     total = parse_memory_usage_report(read_text(usage)) if usage else None

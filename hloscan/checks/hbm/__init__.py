@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from hloscan.analyses.hbm import HbmResult, analyze_modules, compiled_for_another_backend, human
 from hloscan.analyses.hbm.hints import fix_hints
+from hloscan.analyses.hbm.reports import report_files
 from hloscan.checks.options import TPU
 from hloscan.lint.finding import TRACE_KEY, Finding
 from hloscan.lint.registry import Family, register_family
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from hloscan.lint.registry import Check
 
 HBM = register_family(Family(prefix="HLO4", name="hbm", title="HBM use against capacity", xla_errors=("E1000",),
-                             options={"tpu": TPU}))
+                             options={"tpu": TPU}, side_files=report_files))
 
 
 def context_result(ctx: "Context", check: "type[Check] | Check") -> HbmResult | None:
