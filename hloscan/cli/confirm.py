@@ -123,13 +123,15 @@ def module_text(m: "ModuleConfirmation") -> str:
     head = f"{m.path}: module {m.module} for {m.topology}"
     if m.failed:
         return f"{head}: NO VERDICT ({r.status}): {r.error}"
-    lines = [f"{head} ({r.device_kind}; {versions}): TPU compiler verdict {m.verdict.label} "
+    devices = f"{r.device_count} x {r.device_kind}" if r.device_count > 1 else r.device_kind
+    lines = [f"{head} ({devices}; {versions}): TPU compiler verdict {m.verdict.label} "
              f"(compile {r.compile_s:.1f} s, {r.wall_s:.1f} s with start-up)"]
     v = m.verdict
     if v.size_bytes is not None:
         what = f"%{v.instruction} needs" if v.instruction else "needs"
         lines.append(f"  compiler: {what} {_mib(v.size_bytes)}, limit {_mib(v.limit_bytes or 0)} (as its message "
                      "rounds them)")
+    lines.extend(f"  compiler figures not read: {problem}" for problem in r.unread)
     counts = {s: m.statuses.count(s) for s in ("confirmed", "contradicted", "not-reached", "missed")}
     lines.append("  static findings: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     for k in m.kernels:

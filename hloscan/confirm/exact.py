@@ -101,15 +101,15 @@ class ExactFigure:
 
 def exact_figures(module: Module, topology: str, python: str, timeout: float) -> list[ExactFigure]:
     """Each tpu_custom_call of `module` compiled alone for `topology`, one process per kernel."""
-    from hloscan.confirm.runner import run_worker  # here: the analyses above need no process machinery
+    from hloscan.confirm.runner import run_worker, worker_request  # here: the analyses above need no process machinery
 
     out = []
     for km in kernel_modules(module):
         if km.text is None:
             out.append(ExactFigure(km.instruction, km.line, "convert_error", None, km.problem, 0.0))
             continue
-        result = run_worker({"hlo_text": km.text, "topology": topology}, python, timeout)
+        result = run_worker(worker_request(km.text, topology), python, timeout)
         # Alone, the kernel is the module's only tpu_custom_call: its figure is the module's.
-        scoped = sum(k["bytes"] for k in result.kernels) if result.kernels else None
+        scoped = sum(k.scoped_bytes for k in result.kernels) if result.kernels else None
         out.append(ExactFigure(km.instruction, km.line, result.status, scoped, result.error, result.wall_s))
     return out

@@ -40,13 +40,14 @@ class ModuleConfirmation:
                 "status": self.result.status, "verdict": self.verdict.label if self.verdict else None,
                 "compiler_error": self.result.error, "instruction": self.verdict.instruction if self.verdict else None,
                 "versions": self.result.versions, "device_kind": self.result.device_kind,
+                "compiled_topology": self.result.topology, "device_count": self.result.device_count,
                 "compile_s": self.result.compile_s, "wall_s": round(self.result.wall_s, 2),
                 "statuses": [{"code": f.code, "instruction": f.instruction, "status": s}
                              for f, s in zip(self.findings, self.statuses) if s],
                 "kernels": [k.to_json() for k in self.kernels],
                 "hbm": self.hbm.to_json() if self.hbm else None,
                 "memory_analysis": self.result.memory_analysis,
-                "mem_report_totals": self.result.mem_report_totals}
+                "mem_report_totals": self.result.mem_report_totals, "unread": self.result.unread}
 
 
 def confirm_module(module: Module, path: str, static: list[Finding], topology: str, python: str,

@@ -4,16 +4,14 @@ and the static-vs-compiler comparison."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
 import hloscan.checks  # noqa: F401  (registers the checks)
 from corpus import corpus_dir, manifest
-from hloscan.confirm import compare
+from hloscan.confirm import compare, readback
 from hloscan.confirm.exact import kernel_modules, without_metadata
-from hloscan.confirm.runner import WORKER
 from hloscan.confirm.topology import check_topology, topology_for
 from hloscan.confirm.verdict import (HBM, HOST_OFFLOAD, OK, SCOPED_VMEM, VMEM_CAPACITY, Verdict, classify,
                                      recorded_kind)
@@ -22,14 +20,6 @@ from hloscan.lint.config import parse_config
 from hloscan.lint.scan import scan
 
 REAL = "tpu-oracle/real"
-
-
-def _worker():
-    """worker.py loaded by path, as the worker process runs it (its top level imports no jax)."""
-    spec = importlib.util.spec_from_file_location("confirm_worker", WORKER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rows(predicate=lambda r: True):
@@ -65,42 +55,47 @@ def test_hbm_and_capacity_messages():
     assert classify(None).ok and classify("INTERNAL: something new").rule == "HLO910"
 
 
-# ---------------------------------------------------------------------------------------------- worker parsing
+# ---------------------------------------------------------------------------------------------- read back
 
 
-def test_worker_reads_after_codegen_as_the_manifest_recorded():
-    worker = _worker()
+def test_after_codegen_read_back_as_the_manifest_recorded():
     rows = _rows(lambda r: bool(r["scoped_per_instr"]))
     assert len(rows) >= 50
     for r in rows:
-        kernels = worker.scoped_kernels(corpus_dir(REAL) / r["case"])
-        assert {k["name"]: k["bytes"] for k in kernels} == json.loads(r["scoped_per_instr"]), r["case"]
+        kernels, unread = readback.compiled_kernels(corpus_dir(REAL) / r["case"])
+        assert not unread, r["case"]
+        assert {k.name: k.scoped_bytes for k in kernels} == json.loads(r["scoped_per_instr"]), r["case"]
+        assert all(k.body and k.op_name for k in kernels), r["case"]
 
 
-def test_worker_reads_memory_usage_report_totals():
-    worker = _worker()
+def test_memory_usage_report_totals_read_back_as_recorded():
     rows = _rows(lambda r: bool(r["mem_report_totals"]))
-    assert rows
+    assert len(rows) >= 20
     for r in rows:
-        got = worker.mem_report_totals(corpus_dir(REAL) / r["case"])
-        recorded = json.loads(r["mem_report_totals"])
-        assert {k: got.get(k) for k in recorded} == recorded, r["case"]
+        got = readback.report_totals(corpus_dir(REAL) / r["case"])
+        assert got == json.loads(r["mem_report_totals"]), r["case"]
 
 
-def test_kernel_body_digest_is_the_same_on_both_sides_and_finds_the_renamed_kernel():
-    """The worker (no hloscan imports) and compare.py digest a kernel's body alike, so a kernel renamed by
-    optimisation (pallas_call.4 -> jvp_jit_flash_attention__.1) is found in after_codegen."""
-    worker = _worker()
+def test_a_renamed_kernel_is_found_by_its_mosaic_body():
+    """Optimisation renames kernels (pallas_call.4 -> jvp_jit_flash_attention__.1): each kernel of the
+    compiled module gets the after_codegen figure of the kernel with the same body."""
     case = corpus_dir(REAL) / "v5e__pallas__flash_bwd_q128_km256_k128"
-    compiled = worker.scoped_kernels(case)
+    compiled, _ = readback.compiled_kernels(case)
     module = load_file(str(case / "before_optimizations.txt")).modules[0]
     figures = compare.kernel_figures(module, "v5e", compiled)
     recorded = json.loads(next(r for r in _rows() if r["case"] == case.name)["scoped_per_instr"])
-    assert len(figures) == 3
-    assert sorted(f.compiler_bytes for f in figures) == sorted(recorded.values())
-    assert all(f.names and f.names[0] in recorded and recorded[f.names[0]] == f.compiler_bytes for f in figures)
-    line = next(line for line in (case / "after_codegen.txt").read_text().splitlines() if "tpu_custom_call" in line)
-    assert worker.body_digest(line) == compare.body_digest(line) is not None
+    assert len(figures) == 3 and len(set(recorded.values())) == 3
+    assert all(f.names == (name,) and recorded[name] == f.compiler_bytes
+               for f in figures for name in f.names)
+    assert {f.instruction for f in figures} == {"pallas_call.4", "pallas_call.12", "pallas_call.15"}
+
+
+def test_unreadable_after_codegen_is_said_not_raised(tmp_path):
+    (tmp_path / "m.after_codegen.txt").write_text('HloModule m\n\nENTRY %e {\n  %k = tpu_custom_call((\n}\n')
+    (tmp_path / "m.after_optimizations-memory-usage-report.txt").write_bytes(b"\xff\xfe not text")
+    kernels, unread = readback.compiled_kernels(tmp_path)
+    assert kernels == [] and len(unread) == 1 and unread[0].startswith("m.after_codegen.txt: ")
+    assert readback.report_totals(tmp_path) == {}
 
 
 # ---------------------------------------------------------------------------------------------- exact
