@@ -103,13 +103,31 @@ def test_hbm_out_of_memory_as_the_hlo401_finding():
     assert hlo401 and hlo401[0]["data"]["tpu_compiler"]["status"] in ("confirmed", "missed")
 
 
-def test_sharded_module_compiled_on_as_many_devices_as_partitions():
-    code, doc = confirm_json(str(FIXTURES / "confirm" / "sharded_add.hlo"), "--tpu", "v5e")
+@pytest.mark.parametrize("fixture, args, chosen, compiled, devices, kind, argument_bytes", [
+    # From num_partitions: 4 -> the generation's 2x2 slice, 8 -> v5e:2x4. One device's shard: a quarter of
+    # sharded_add's 4 MiB parameter; an eighth of sharded_dot8's x (2 MiB) plus its replicated w (512 KiB).
+    ("sharded_add.hlo", ["--tpu", "v5e"], "v5e:2x2", "v5e:2x2", 4, "TPU v5 lite", 1 << 20),
+    ("sharded_dot8.hlo", ["--tpu", "v5e"], "v5e:2x4", "v5e:2x4", 8, "TPU v5 lite", (256 + 512) << 10),
+    # Given with --topology: v7x spelled as libtpu wants it (tpu7x), 4 of its devices used.
+    ("sharded_add.hlo", ["--topology", "v7x:2x2x1"], "v7x:2x2x1", "tpu7x:2x2x1", 4, "TPU7x", 1 << 20),
+    ("sharded_dot8.hlo", ["--topology", "v6e:2x4"], "v6e:2x4", "v6e:2x4", 8, "TPU v6 lite", (256 + 512) << 10),
+])
+def test_sharded_module_compiled_on_as_many_devices_as_partitions(fixture, args, chosen, compiled, devices, kind,
+                                                                   argument_bytes):
+    code, doc = confirm_json(str(FIXTURES / "confirm" / fixture), *args)
     assert code == 0
     [m] = doc["confirm"]
-    assert m["verdict"] == "ok" and m["topology"] == "v5e:2x2"
-    # One device's shard: a quarter of the 4 MiB parameter.
-    assert m["memory_analysis"]["argument_size_in_bytes"] == 1 << 20
+    assert m["verdict"] == "ok" and m["topology"] == chosen and m["compiled_topology"] == compiled
+    assert m["device_count"] == devices and m["device_kind"] == kind
+    assert m["memory_analysis"]["argument_size_in_bytes"] == argument_bytes
+
+
+def test_a_topology_smaller_than_the_module_is_one_result_and_exit_2():
+    done = run("confirm", str(FIXTURES / "confirm" / "sharded_dot8.hlo"), str(FIXTURES / "confirm" / "sharded_add.hlo"),
+               "--topology", "v5e:2x2")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "the module has 8 partitions but topology v5e:2x2 has 4 devices" in done.stderr
+    assert "module sharded_add for v5e:2x2 (4 x TPU v5 lite" in done.stdout
 
 
 def test_check_confirm_and_vmem_exact():

@@ -12,7 +12,7 @@ import hloscan.checks  # noqa: F401  (registers the checks)
 from corpus import corpus_dir, manifest
 from hloscan.confirm import compare, readback
 from hloscan.confirm.exact import kernel_modules, without_metadata
-from hloscan.confirm.topology import check_topology, topology_for
+from hloscan.confirm.topology import check_topology, libtpu_name, topology_for
 from hloscan.confirm.verdict import (HBM, HOST_OFFLOAD, OK, SCOPED_VMEM, VMEM_CAPACITY, Verdict, classify,
                                      recorded_kind)
 from hloscan.hlo.loader import load_file, load_text
@@ -129,6 +129,8 @@ def test_topologies():
     assert topology_for("v5p", 8) == "v5p:2x2x2" and topology_for("v7x") == "v7x:2x2x1"
     assert check_topology("v5e:2x2") is None and check_topology("v7x:2x2x1") is None
     assert "unknown topology" in check_topology("v9z:2x2")
+    assert libtpu_name("v5e") == "v5e:2x2" and libtpu_name("v7x") == "tpu7x:2x2x1"
+    assert libtpu_name("v7x:2x2x2") == "tpu7x:2x2x2" and libtpu_name("v6e:2x4") == "v6e:2x4"
 
 
 # ---------------------------------------------------------------------------------------------- compare
