@@ -7,6 +7,7 @@ from typing import Any
 
 from hloscan.confirm.compare import HbmFigure, KernelFigure, compare, hbm_figure, kernel_figures
 from hloscan.confirm.runner import DEFAULT_TIMEOUT, NoTpuPython, WorkerResult, request_for, run_worker, tpu_python
+from hloscan.confirm.topology import generation_of
 from hloscan.confirm.verdict import Verdict, classify
 from hloscan.hlo.ir import Module
 from hloscan.lint.finding import Finding
@@ -64,7 +65,7 @@ def confirm_module(module: Module, path: str, static: list[Finding], topology: s
         return out
     out.verdict = classify(result.error if result.status == "compile_error" else None)
     out.findings, out.statuses = compare(module, path, static, out.verdict, result.libtpu or "?")
-    generation = topology.partition(":")[0]
+    generation = generation_of(topology)
     out.kernels = kernel_figures(module, generation, result.kernels)
     out.hbm = hbm_figure(module, path, generation, result.memory_analysis, result.mem_report_totals)
     return out

@@ -17,7 +17,7 @@ from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config, us
 from hloscan.analyses.vmem.kernels import tpu_custom_calls
 from hloscan.hlo.attrs import parse_metadata
 from hloscan.hlo.errors import HloSyntaxError
-from hloscan.hlo.ir import Instruction
+from hloscan.hlo.ir import Computation, Instruction, Shape
 from hloscan.hlo.loader import load_text, read_text
 
 KERNEL_TARGET = "tpu_custom_call"
@@ -31,6 +31,8 @@ class CompiledKernel:
     op_name: str | None
     body: str | None  # the serialized Mosaic kernel: the same before and after optimisation, unlike the name
     scoped_bytes: int
+    operands: tuple[Shape | None, ...] = ()  # with the layouts and memory spaces the compiler gave them
+    result: Shape | None = None
 
 
 def compiled_kernels(dump: Path) -> tuple[list[CompiledKernel], list[str]]:
@@ -47,11 +49,11 @@ def compiled_kernels(dump: Path) -> tuple[list[CompiledKernel], list[str]]:
             problems.append(f"{path.name}: {exc.message}")
             continue
         for module in modules:
-            kernels.extend(k for _, inst in tpu_custom_calls(module) if (k := _kernel(inst)) is not None)
+            kernels.extend(k for comp, inst in tpu_custom_calls(module) if (k := _kernel(comp, inst)) is not None)
     return kernels, problems
 
 
-def _kernel(inst: Instruction) -> CompiledKernel | None:
+def _kernel(comp: Computation, inst: Instruction) -> CompiledKernel | None:
     try:
         config = parse_backend_config(inst.attr("backend_config"))
     except ValueError:
@@ -60,7 +62,9 @@ def _kernel(inst: Instruction) -> CompiledKernel | None:
     if scoped is None:
         return None
     op_name = parse_metadata(inst.attr("metadata")).get("op_name")
-    return CompiledKernel(inst.name, op_name if isinstance(op_name, str) else None, kernel_body(config), scoped)
+    operands = tuple(comp.operand_shape(inst, pos) for pos in range(len(inst.operands)))
+    return CompiledKernel(inst.name, op_name if isinstance(op_name, str) else None, kernel_body(config), scoped,
+                          operands, inst.shape)
 
 
 def report_totals(dump: Path) -> dict[str, int]:

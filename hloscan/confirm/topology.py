@@ -46,3 +46,9 @@ def libtpu_name(topology: str) -> str:
     if not shape:
         gen, _, shape = topology_for(gen).partition(":")
     return f"{_LIBTPU_GENERATION.get(gen, gen)}:{shape}"
+
+
+def generation_of(topology: str) -> str:
+    """`v5e:2x2` -> `v5e`, `tpu7x:2x2x1` -> `v7x`: the generation hloscan's estimates are made for."""
+    gen = topology.partition(":")[0]
+    return next((short for short, libtpu in _LIBTPU_GENERATION.items() if libtpu == gen), gen)

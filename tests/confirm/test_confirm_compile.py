@@ -138,8 +138,33 @@ def test_check_confirm_and_vmem_exact():
     assert exact.returncode == 0, exact.stderr
     [kernel] = json.loads(exact.stdout)["kernels"]
     recorded = json.loads(_row(case)["scoped_per_instr"])
-    # This kernel's operands stay in HBM in the whole program too: alone it gets the same figure.
+    # This kernel's operands stay in HBM in the whole program too (the after_codegen beside it says so): alone
+    # it gets the same figure.
     assert kernel["exact"]["scoped_bytes"] == list(recorded.values())[0]
+    assert kernel["exact"]["placement_source"] == "after_codegen.txt"
+    assert kernel["exact"]["placement_differences"] == [] and kernel["exact"]["placed_bytes"] == list(recorded.values())[0]
+
+
+def test_vmem_exact_says_why_alone_differs_and_moves_the_figure_to_the_whole_programs_placement():
+    """flash_attention's backward kernels on v6e: alone 1.4-3.4x the whole-program figure, because the whole
+    program kept their operands or results in VMEM; moved to that placement, each is the recorded figure.
+    From the after_optimizations dump (tiled, S(1) layouts) the minimal modules compile to the same figures."""
+    case = "v6e__pallas__flash_bwd_q128_km256_k128"
+    recorded = sorted(json.loads(_row(case)["scoped_per_instr"]).values())
+    done = run("vmem", "--exact", "--format", "json", _before(case), "--tpu", "v6e")
+    assert done.returncode == 0, done.stderr
+    exact = [k["exact"] for k in json.loads(done.stdout)["kernels"]]
+    assert sorted(e["placed_bytes"] for e in exact) == recorded
+    assert all(e["scoped_bytes"] > e["placed_bytes"] and e["placement_differences"] for e in exact)
+    text = run("vmem", "--exact", _before(case), "--tpu", "v6e").stdout
+    assert "results 0, 1, 2 were in VMEM (S(1)) in the whole program, in HBM alone" in text
+    assert "with the whole program's placement: 987,136 B" in text
+    after = run("vmem", "--exact", "--format", "json", str(corpus_dir(REAL) / case / "after_optimizations.txt"),
+                "--tpu", "v6e")
+    assert after.returncode == 0, after.stderr
+    from_after = [k["exact"] for k in json.loads(after.stdout)["kernels"]]
+    assert sorted(e["scoped_bytes"] for e in from_after) == sorted(e["scoped_bytes"] for e in exact)
+    assert sorted(e["placed_bytes"] for e in from_after) == recorded
 
 
 def test_an_input_that_cannot_be_compiled_costs_only_its_result(tmp_path):

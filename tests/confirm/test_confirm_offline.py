@@ -9,8 +9,8 @@ import json
 import pytest
 
 import hloscan.checks  # noqa: F401  (registers the checks)
-from corpus import corpus_dir, manifest
-from hloscan.confirm import compare, readback
+from corpus import FIXTURES, corpus_dir, manifest
+from hloscan.confirm import compare, exact, readback
 from hloscan.confirm.exact import kernel_modules, without_metadata
 from hloscan.confirm.topology import check_topology, libtpu_name, topology_for
 from hloscan.confirm.verdict import (HBM, HOST_OFFLOAD, OK, SCOPED_VMEM, VMEM_CAPACITY, Verdict, classify,
@@ -117,6 +117,62 @@ def test_every_corpus_kernel_gets_a_minimal_module_that_parses():
             assert "metadata={op_name" not in inst.attrs_text
             count += 1
     assert count >= 100
+
+
+ALONE = FIXTURES / "confirm" / "alone" / "v6e_flash_bwd_q128"
+FLASH_BWD = corpus_dir(REAL) / "v6e__pallas__flash_bwd_q128_km256_k128"
+
+
+def _flash_bwd():
+    path = str(FLASH_BWD / "before_optimizations.txt")
+    module = load_file(path).modules[0]
+    recorded = {k.body: k.scoped_bytes for k in readback.compiled_kernels(FLASH_BWD)[0]}
+    return path, module, recorded
+
+
+@pytest.mark.parametrize("kernel, moved", [
+    ("pallas_call.4", ("results 0, 1, 2 were in VMEM (S(1)) in the whole program, in HBM alone",)),
+    ("pallas_call.12", ("operands 0, 1, 2, 3, 4, 5, 6 were in VMEM (S(1)) in the whole program, in HBM alone",)),
+    ("pallas_call.15", ("operands 0, 1, 2, 3, 4, 5, 6 were in VMEM (S(1)) in the whole program, in HBM alone",)),
+])
+def test_the_alone_figure_moved_to_the_whole_programs_placement_is_the_whole_programs(kernel, moved):
+    """Alone these kernels got 1.4-3.4x the whole program's figure; with the placement read from the
+    after_codegen beside the dump, moved by the windows of what the whole program kept in VMEM, it is the
+    whole program's figure to the byte."""
+    path, module, recorded = _flash_bwd()
+    whole = exact.whole_kernels(module, path, "v6e")
+    assert {w.source for w in whole.values()} == {"after_codegen.txt"}
+    inst = next(i for _, i in module.with_opcode("custom-call") if i.name == kernel)
+    [alone] = readback.compiled_kernels(ALONE / kernel)[0]
+    figure = exact.compared(exact.ExactFigure(kernel, inst.line, "compiled", None, None, 0.0), alone,
+                            whole[kernel], inst, "v6e")
+    in_whole_program = recorded[alone.body]
+    assert figure.scoped_bytes == alone.scoped_bytes > in_whole_program
+    assert figure.differences == moved and figure.placed_bytes == in_whole_program
+
+
+def test_whole_program_placement_from_the_module_itself_or_predicted():
+    path, module, _ = _flash_bwd()
+    predicted = exact.whole_kernels(module, None, "v6e")
+    assert {w.source for w in predicted.values()} == {exact.PREDICTED}
+    # hloscan predicts the dq and dkv kernels' seven operands in VMEM, as the compiler placed them.
+    assert predicted["pallas_call.15"].placement.operands == (1,) * 7
+    after = load_file(str(FLASH_BWD / "after_optimizations.txt")).modules[0]
+    own = exact.whole_kernels(after, None, "v6e")
+    assert {w.source for w in own.values()} == {"this module (after optimisation)"}
+    assert sorted(w.placement.results for w in own.values())[-1] == (1, 1, 1)
+
+
+def test_a_post_optimisation_kernel_gets_a_minimal_module_the_converter_accepts():
+    """The HLO->MLIR conversion refuses tiled layouts and memory spaces: the minimal module of an
+    after_optimizations kernel keeps only minor-to-major layouts."""
+    after = load_file(str(FLASH_BWD / "after_optimizations.txt")).modules[0]
+    kms = kernel_modules(after)
+    assert len(kms) == 3
+    for km in kms:
+        head, _, body = km.text.partition("ENTRY")
+        params = [line for line in body.splitlines() if "parameter(" in line]
+        assert params and not any(":T(" in line or "S(1)" in line for line in params + [head])
 
 
 def test_without_metadata_keeps_the_other_attributes():
