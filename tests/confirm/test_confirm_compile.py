@@ -84,6 +84,19 @@ def test_e1200_text_and_sarif():
     assert log["runs"][0]["properties"]["tpuCompiler"][0]["verdict"].startswith("E1200")
 
 
+def test_e2002_misaligned_block_confirmed_by_the_compiler():
+    """fixtures/confirm/misaligned: a (4, 128) block of an f32[64, 256] (make_dumps.py skips jax's own block
+    check to let the compiler see it). The compiler says E2002; hloscan's HLO203 findings are confirmed."""
+    code, doc = confirm_json(str(FIXTURES / "confirm" / "misaligned"), "--tpu", "v5e")
+    assert code == 1
+    [m] = doc["confirm"]
+    assert m["verdict"] == "E2002 (mosaic_misaligned_block)" and m["path"].endswith("before_optimizations.txt")
+    assert "block shape (..., 4, 128) is not divisible by tiling" in m["compiler_error"]
+    hlo203 = [f for f in doc["findings"] if f["code"] == "HLO203"]
+    assert hlo203 and all(f["data"]["tpu_compiler"]["status"] == "confirmed" for f in hlo203)
+    assert not [f for f in doc["findings"] if f["data"].get("tpu_compiler", {}).get("status") == "missed"]
+
+
 def test_host_memory_outputs_are_put_back_after_conversion():
     """The HLO->MLIR conversion drops S(5): without re-attaching pinned_host this program fails E1200."""
     case = "v6e__programs__decode_kvcache_host"

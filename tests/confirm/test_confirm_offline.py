@@ -13,7 +13,7 @@ from corpus import FIXTURES, corpus_dir, manifest
 from hloscan.confirm import compare, exact, readback
 from hloscan.confirm.exact import kernel_modules, without_metadata
 from hloscan.confirm.topology import check_topology, libtpu_name, topology_for
-from hloscan.confirm.verdict import (HBM, HOST_OFFLOAD, OK, SCOPED_VMEM, VMEM_CAPACITY, Verdict, classify,
+from hloscan.confirm.verdict import (HBM, HOST_OFFLOAD, MISALIGNED, OK, SCOPED_VMEM, VMEM_CAPACITY, Verdict, classify,
                                      recorded_kind)
 from hloscan.hlo.loader import load_file, load_text
 from hloscan.lint.config import parse_config
@@ -53,6 +53,16 @@ def test_hbm_and_capacity_messages():
     cap = [classify(r["error"]) for r in _rows(lambda r: r["error_kind"] == "vmem_capacity_oom")]
     assert cap and all(v.rule == "HLO205" and v.xla_error is None and v.size_bytes > v.limit_bytes for v in cap)
     assert classify(None).ok and classify("INTERNAL: something new").rule == "HLO910"
+
+
+def test_the_compilers_e2002_message_is_the_misaligned_block_rule():
+    """The message libtpu 0.0.42.1 gave for fixtures/confirm/misaligned (jax's own block check skipped)."""
+    error = ("INVALID_ARGUMENT: Mosaic failed to compile TPU kernel: Failed to set window params for input 0: "
+             "E2002: CompileTimeMosaicMisalignedBlockAndTiling:\nOperand of shape (..., 64, 256) has tiling "
+             "(8, 128), but its block shape (..., 4, 128) is not divisible by tiling evenly nor matches the full "
+             "shape\nSee https://openxla.org/xla/errors/error_2002 for more details.")
+    v = classify(error)
+    assert v.kind == MISALIGNED and v.rule == "HLO203" and v.xla_error == "E2002"
 
 
 # ---------------------------------------------------------------------------------------------- read back
