@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscan.analyses.hbm.analyze import analyze_module
-from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
 from hloscan.analyses.vmem.kernels import estimate_module
-from hloscan.confirm.readback import CompiledKernel
+from hloscan.confirm.readback import CompiledKernel, mosaic_body
 from hloscan.analyses.xla_errors import XLA_ERRORS
 from hloscan.confirm.verdict import HOST_OFFLOAD, RULE_KIND, RULES, Verdict
 from hloscan.hlo.attrs import parse_metadata
@@ -196,19 +195,12 @@ def kernel_figures(module: Module, tpu: str, compiled: list[CompiledKernel]) -> 
         by_body.setdefault(k.body, []).append(k)
     figures = []
     for kernel in estimate_module(module, tpu, None):
-        body = _body(kernel.inst)
+        body = mosaic_body(kernel.inst)
         copies = by_body.get(body, []) if body else []
         exact = max((k.scoped_bytes for k in copies), default=None)
         figures.append(KernelFigure(kernel.inst.name, kernel.inst.line, kernel.estimate.estimate_bytes,
                                     kernel.estimate.kind, exact, names=tuple(k.name for k in copies)))
     return figures
-
-
-def _body(inst: Instruction) -> str | None:
-    try:
-        return kernel_body(parse_backend_config(inst.attr("backend_config")))
-    except ValueError:  # an undecodable backend_config: HLO204 says so; no compiler figure can be matched
-        return None
 
 
 def hbm_figure(module: Module, path: str, tpu: str, memory_analysis: dict[str, int],

@@ -11,12 +11,12 @@ beside it; else hloscan's prediction), what differs, and the figure moved to the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hloscan.analyses.vmem.estimate import kernel_body, parse_backend_config
 from hloscan.analyses.vmem.kernels import estimate_module, tpu_custom_calls
 from hloscan.confirm.placement import Placement, differences, moved_figure, result_leaves
+from hloscan.confirm.readback import CompiledKernel, mosaic_body
 from hloscan.confirm.topology import generation_of
 from hloscan.hlo.dump_names import stage_sibling
 from hloscan.hlo.ir import Computation, Instruction, Layout, Module, Shape, resolve_operand_shape
@@ -123,7 +123,7 @@ def whole_kernels(module: Module, path: str | None, tpu: str) -> dict[str, Whole
         source, by_body = compiled
         out = {}
         for _, inst in calls:
-            found = by_body.get(_body(inst))
+            found = by_body.get(mosaic_body(inst))
             if found is not None:
                 out[inst.name] = _as_placed(*found, source)
         return out
@@ -159,16 +159,9 @@ def _sibling_kernels(path: str | None) -> tuple[str, dict[str | None, tuple[Comp
             continue
         loaded = load_file(sibling)
         if loaded.ok:
-            by_body = {_body(inst): (comp, inst) for m in loaded.modules for comp, inst in tpu_custom_calls(m)}
+            by_body = {mosaic_body(inst): (comp, inst) for m in loaded.modules for comp, inst in tpu_custom_calls(m)}
             return Path(sibling).name, by_body
     return None
-
-
-def _body(inst: Instruction) -> str | None:
-    try:
-        return kernel_body(parse_backend_config(inst.attr("backend_config")))
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -185,6 +178,7 @@ class ExactFigure:
     placement_source: str | None = None  # where the whole program's placement was read (or PREDICTED)
     differences: tuple[str, ...] = ()  # what the whole program placed otherwise, in words
     placed_bytes: int | None = None  # the alone figure moved to the whole program's placement
+    alone: CompiledKernel | None = field(default=None, repr=False)  # the kernel as compiled alone
 
 
 def exact_figures(module: Module, topology: str, python: str, timeout: float,
@@ -210,9 +204,10 @@ def exact_figures(module: Module, topology: str, python: str, timeout: float,
     return out
 
 
-def compared(figure: ExactFigure, alone, whole: WholeKernel | None, inst: Instruction, tpu: str) -> ExactFigure:
+def compared(figure: ExactFigure, alone: CompiledKernel, whole: WholeKernel | None, inst: Instruction,
+             tpu: str) -> ExactFigure:
     """`figure` with the alone compile's figure, and its placement against the whole program's."""
-    figure = replace(figure, scoped_bytes=alone.scoped_bytes)
+    figure = replace(figure, scoped_bytes=alone.scoped_bytes, alone=alone)
     if whole is None:
         return figure
     here = Placement.of(alone.operands, alone.result)

@@ -67,6 +67,14 @@ def _kernel(comp: Computation, inst: Instruction) -> CompiledKernel | None:
                           operands, inst.shape)
 
 
+def mosaic_body(inst: Instruction) -> str | None:
+    """A kernel's serialized Mosaic body: what identifies it before and after optimisation, which renames it."""
+    try:
+        return kernel_body(parse_backend_config(inst.attr("backend_config")))
+    except ValueError:  # an undecodable backend_config (HLO204 says so): no body to match by
+        return None
+
+
 def report_totals(dump: Path) -> dict[str, int]:
     """Each memory space's total of the memory-usage report(s) in `dump` (one per compiled module)."""
     out: dict[str, int] = {}

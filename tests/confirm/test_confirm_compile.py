@@ -155,7 +155,8 @@ def test_check_confirm_and_vmem_exact():
     # it gets the same figure.
     assert kernel["exact"]["scoped_bytes"] == list(recorded.values())[0]
     assert kernel["exact"]["placement_source"] == "after_codegen.txt"
-    assert kernel["exact"]["placement_differences"] == [] and kernel["exact"]["placed_bytes"] == list(recorded.values())[0]
+    assert kernel["exact"]["placement_differences"] == []
+    assert kernel["exact"]["placed_bytes"] == list(recorded.values())[0]
 
 
 def test_vmem_exact_says_why_alone_differs_and_moves_the_figure_to_the_whole_programs_placement():
