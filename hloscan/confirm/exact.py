@@ -117,7 +117,7 @@ def whole_kernels(module: Module, path: str | None, tpu: str) -> dict[str, Whole
     `path` (kernels matched by their Mosaic body), else hloscan's residency prediction."""
     calls = list(tpu_custom_calls(module))
     if any(_post_layout(comp, inst) for comp, inst in calls):
-        return {inst.name: _as_placed(comp, inst, "this module (after optimisation)") for comp, inst in calls}
+        return {inst.name: _as_placed(comp, inst, "this module, after optimisation") for comp, inst in calls}
     compiled = _sibling_kernels(path)
     if compiled is not None:
         source, by_body = compiled
