@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 RUN_STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench fuzz clean venv confirm-corpus
+.PHONY: demo test bench fuzz clean venv confirm-corpus confirm-exact
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ fuzz: $(STAMP)
 ## On a shared machine wrap it: flock /tmp/oracle.lock nice -n 5 make confirm-corpus
 confirm-corpus: $(STAMP)
 	$(BIN)/python tests/confirm/verify_corpus.py
+
+## `vmem --exact` on every kernel of the corpus's pallas cases, in one process (~2 min), against the whole-program
+## figures: as compiled alone, and moved to the whole program's (or hloscan's predicted) placement.
+## On a shared machine: flock /tmp/oracle.lock nice -n 5 make confirm-exact
+confirm-exact: $(STAMP)
+	$(BIN)/python tests/confirm/exact_corpus.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -64,14 +64,14 @@ def run_confirm(paths, fmt: str, output: str | None, config, topology: str | Non
     the other commands' start-up does not pay for it."""
     from hloscan.confirm.runner import NoTpuPython, tpu_python
     from hloscan.confirm.scan import confirm_paths
-    from hloscan.confirm.topology import check_topology
+    from hloscan.confirm.topology import check_topology, generation_of
 
     tpu = config.global_options.get("tpu")
     if topology is not None:
         problem = check_topology(topology)
         if problem:
             raise click.BadParameter(problem, param_hint="--topology")
-        tpu = tpu or topology.partition(":")[0].replace("tpu7x", "v7x")
+        tpu = tpu or generation_of(topology)
     if tpu is None:
         raise click.UsageError("confirm compiles for one TPU generation: give --tpu GEN (or --topology, or "
                                "`tpu` in the config file)")
@@ -123,13 +123,15 @@ def module_text(m: "ModuleConfirmation") -> str:
     head = f"{m.path}: module {m.module} for {m.topology}"
     if m.failed:
         return f"{head}: NO VERDICT ({r.status}): {r.error}"
-    lines = [f"{head} ({r.device_kind}; {versions}): TPU compiler verdict {m.verdict.label} "
+    devices = f"{r.device_count} x {r.device_kind}" if r.device_count > 1 else r.device_kind
+    lines = [f"{head} ({devices}; {versions}): TPU compiler verdict {m.verdict.label} "
              f"(compile {r.compile_s:.1f} s, {r.wall_s:.1f} s with start-up)"]
     v = m.verdict
     if v.size_bytes is not None:
         what = f"%{v.instruction} needs" if v.instruction else "needs"
         lines.append(f"  compiler: {what} {_mib(v.size_bytes)}, limit {_mib(v.limit_bytes or 0)} (as its message "
                      "rounds them)")
+    lines.extend(f"  compiler figures not read: {problem}" for problem in r.unread)
     counts = {s: m.statuses.count(s) for s in ("confirmed", "contradicted", "not-reached", "missed")}
     lines.append("  static findings: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     for k in m.kernels:
@@ -195,9 +197,11 @@ def _render_sarif(done: "Confirmation", out) -> None:
 
 # ---------------------------------------------------------------------------------------------- vmem --exact
 
-EXACT_NOTE = ("note: --exact compiles each kernel alone, every operand read from HBM. In the whole program "
-              "memory-space assignment may keep operands in VMEM (copy-start/copy-done), which changes the "
-              "kernel's scoped figure; `hloscan confirm` reports the whole-program figure.")
+EXACT_NOTE = ("note: --exact compiles each kernel alone, its operands entry parameters. Memory-space assignment "
+              "may place operands and results in VMEM (S(1)) otherwise than in the whole program, and a "
+              "kernel gets no window for what is in VMEM: each figure says where the whole program placed "
+              "them (from a post-optimisation dump, else hloscan's prediction) and the figure moved to that "
+              "placement; `hloscan confirm` reports the whole-program figure itself.")
 
 
 def exact_tpu_python(python: str | None) -> str:
@@ -218,7 +222,7 @@ def exact_by_kernel(files, topology: str, python: str, timeout: float) -> dict:
     out = {}
     for loaded in files:
         for module in loaded.modules:
-            for figure in exact_figures(module, topology, python, timeout):
+            for figure in exact_figures(module, topology, python, timeout, loaded.path):
                 out[(loaded.path, figure.instruction)] = figure
                 if figure.status not in ("compiled", "compile_error"):
                     click.echo(printable(f"hloscan: {loaded.path}:{figure.line}: %{figure.instruction}: no exact "
@@ -235,9 +239,26 @@ def exact_text(figure, kernel) -> str:
     est = kernel.estimate.estimate_bytes
     err = (est - figure.scoped_bytes) / figure.scoped_bytes if figure.scoped_bytes else 0.0
     return (f"\n  exact (compiled alone, {figure.wall_s:.1f} s): {figure.scoped_bytes:,} B; "
-            f"estimate {err:+.1%} off")
+            f"estimate {err:+.1%} off" + placement_text(figure))
+
+
+def placement_text(figure) -> str:
+    """Where the whole program placed the kernel's operands and results against where they were alone."""
+    if figure.placement_source is None:
+        return ""
+    where = f"placement in the whole program ({figure.placement_source})"
+    if not figure.differences:
+        return f"\n  {where}: the same as alone, so this is the whole program's figure"
+    lines = [f"\n  {where} differs from alone:"] + [f"\n    {d}" for d in figure.differences]
+    if figure.placed_bytes == figure.scoped_bytes:
+        lines.append("\n    these change no window: this is the whole program's figure")
+    else:
+        lines.append(f"\n    with the whole program's placement: {figure.placed_bytes:,} B (the figure alone "
+                     f"{figure.placed_bytes - figure.scoped_bytes:+,} B of windows, as hloscan counts them)")
+    return "".join(lines)
 
 
 def exact_json(figure) -> dict[str, Any]:
     return {"status": figure.status, "scoped_bytes": figure.scoped_bytes, "error": figure.error,
-            "wall_s": round(figure.wall_s, 2), "alone": True}
+            "wall_s": round(figure.wall_s, 2), "alone": True, "placement_source": figure.placement_source,
+            "placement_differences": list(figure.differences), "placed_bytes": figure.placed_bytes}

@@ -8,6 +8,8 @@ one result, and hloscan without the extra keeps its start-up time. Nothing is ev
     runner.py   the worker process: python, request, timeout          worker.py   the compile (jax)
     verdict.py  the compiler's error text classified                  compare.py  static vs compiler
     exact.py    each tpu_custom_call alone (`vmem --exact`)           topology.py which slice to compile for
+    readback.py the compiler's figures read from its dump folder (hloscan's readers, in this process)
+    placement.py where a kernel's operands live, whole program against alone (`--exact`)
 
 This file imports nothing, so `from hloscan.confirm.runner import ...` stays cheap.
 """

@@ -5,13 +5,12 @@ figures beside hloscan's estimates."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from hloscan.analyses.hbm.analyze import analyze_module
 from hloscan.analyses.vmem.kernels import estimate_module
+from hloscan.confirm.readback import CompiledKernel, mosaic_body
 from hloscan.analyses.xla_errors import XLA_ERRORS
 from hloscan.confirm.verdict import HOST_OFFLOAD, RULE_KIND, RULES, Verdict
 from hloscan.hlo.attrs import parse_metadata
@@ -187,30 +186,21 @@ def compare(module: Module, path: str, static: list[Finding], verdict: Verdict,
     return out, statuses
 
 
-def kernel_figures(module: Module, tpu: str, compiled_kernels: list[dict[str, Any]]) -> list[KernelFigure]:
+def kernel_figures(module: Module, tpu: str, compiled: list[CompiledKernel]) -> list[KernelFigure]:
     """Each kernel's estimate beside the compiler's figure for the same kernel. Optimisation renames
     kernels (inlined calls take the callee's name), so they are matched by their Mosaic body; a kernel
     inlined at several call sites gets the largest of its copies' figures."""
-    by_body: dict[str | None, list[dict[str, Any]]] = {}
-    for k in compiled_kernels:
-        by_body.setdefault(k.get("body"), []).append(k)
+    by_body: dict[str | None, list[CompiledKernel]] = {}
+    for k in compiled:
+        by_body.setdefault(k.body, []).append(k)
     figures = []
     for kernel in estimate_module(module, tpu, None):
-        copies = by_body.get(body_digest(kernel.inst.attr("backend_config") or ""), [])
-        exact = max((int(k["bytes"]) for k in copies), default=None)
+        body = mosaic_body(kernel.inst)
+        copies = by_body.get(body, []) if body else []
+        exact = max((k.scoped_bytes for k in copies), default=None)
         figures.append(KernelFigure(kernel.inst.name, kernel.inst.line, kernel.estimate.estimate_bytes,
-                                    kernel.estimate.kind, exact, names=tuple(k["name"] for k in copies)))
+                                    kernel.estimate.kind, exact, names=tuple(k.name for k in copies)))
     return figures
-
-
-_BODY = re.compile(r'"body"\s*:\s*"([^"]*)"')
-
-
-def body_digest(text: str) -> str | None:
-    """sha1 of a kernel's serialized Mosaic body, as worker.body_digest computes it (a test holds the two
-    equal: the worker cannot import hloscan, it runs in the tpu extra's python)."""
-    found = _BODY.search(text)
-    return hashlib.sha1(found.group(1).encode()).hexdigest()[:16] if found else None
 
 
 def hbm_figure(module: Module, path: str, tpu: str, memory_analysis: dict[str, int],

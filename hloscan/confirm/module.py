@@ -7,6 +7,7 @@ from typing import Any
 
 from hloscan.confirm.compare import HbmFigure, KernelFigure, compare, hbm_figure, kernel_figures
 from hloscan.confirm.runner import DEFAULT_TIMEOUT, NoTpuPython, WorkerResult, request_for, run_worker, tpu_python
+from hloscan.confirm.topology import generation_of
 from hloscan.confirm.verdict import Verdict, classify
 from hloscan.hlo.ir import Module
 from hloscan.lint.finding import Finding
@@ -40,13 +41,14 @@ class ModuleConfirmation:
                 "status": self.result.status, "verdict": self.verdict.label if self.verdict else None,
                 "compiler_error": self.result.error, "instruction": self.verdict.instruction if self.verdict else None,
                 "versions": self.result.versions, "device_kind": self.result.device_kind,
+                "compiled_topology": self.result.topology, "device_count": self.result.device_count,
                 "compile_s": self.result.compile_s, "wall_s": round(self.result.wall_s, 2),
                 "statuses": [{"code": f.code, "instruction": f.instruction, "status": s}
                              for f, s in zip(self.findings, self.statuses) if s],
                 "kernels": [k.to_json() for k in self.kernels],
                 "hbm": self.hbm.to_json() if self.hbm else None,
                 "memory_analysis": self.result.memory_analysis,
-                "mem_report_totals": self.result.mem_report_totals}
+                "mem_report_totals": self.result.mem_report_totals, "unread": self.result.unread}
 
 
 def confirm_module(module: Module, path: str, static: list[Finding], topology: str, python: str,
@@ -63,7 +65,7 @@ def confirm_module(module: Module, path: str, static: list[Finding], topology: s
         return out
     out.verdict = classify(result.error if result.status == "compile_error" else None)
     out.findings, out.statuses = compare(module, path, static, out.verdict, result.libtpu or "?")
-    generation = topology.partition(":")[0]
+    generation = generation_of(topology)
     out.kernels = kernel_figures(module, generation, result.kernels)
     out.hbm = hbm_figure(module, path, generation, result.memory_analysis, result.mem_report_totals)
     return out

@@ -11,13 +11,18 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hloscan.confirm.topology import libtpu_name
 from hloscan.hlo.ir import Module
 from hloscan.hlo.signature import module_signature
+
+if TYPE_CHECKING:
+    from hloscan.confirm.readback import CompiledKernel
 
 WORKER = Path(__file__).with_name("worker.py")
 DEFAULT_TIMEOUT = 900.0  # seconds per compile; the largest recorded train-step compile took 234 s
@@ -40,22 +45,31 @@ class WorkerResult:
     status: str
     error: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
-    scoped_per_instr: dict[str, int] = field(default_factory=dict)
-    kernels: list[dict[str, Any]] = field(default_factory=list)  # after_codegen's: name, op_name, body, bytes
     memory_analysis: dict[str, int] = field(default_factory=dict)
-    mem_report_totals: dict[str, int] = field(default_factory=dict)
     compile_s: float = 0.0
-    wall_s: float = 0.0
     device_kind: str = ""
+    device_count: int = 0  # devices the module was compiled for (its partitions)
+    topology: str = ""  # as libtpu spelled it: v5e:2x2, tpu7x:2x2x1, ...
+    wall_s: float = 0.0
+    # Read back from the compiler's dump folder by hloscan (readback.py), not sent by the worker:
+    kernels: list["CompiledKernel"] = field(default_factory=list)  # after_codegen's tpu_custom_calls
+    mem_report_totals: dict[str, int] = field(default_factory=dict)  # memory space -> "Total bytes"
+    unread: list[str] = field(default_factory=list)  # dump files hloscan could not read (figures absent)
 
     @property
     def libtpu(self) -> str:
         return self.versions.get("libtpu", "")
 
+    @property
+    def scoped_per_instr(self) -> dict[str, int]:
+        """{after_codegen kernel name: used scoped VMEM bytes}, as the corpus MANIFEST records it."""
+        return {k.name: k.scoped_bytes for k in self.kernels}
+
     @classmethod
     def from_json(cls, data: dict[str, Any], wall_s: float) -> "WorkerResult":
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "wall_s"}
-        return cls(**known, wall_s=wall_s)
+        sent = ("status", "error", "versions", "memory_analysis", "compile_s", "device_kind", "device_count",
+                "topology")
+        return cls(**{k: data[k] for k in sent if k in data}, wall_s=wall_s)
 
 
 def tpu_python(explicit: str | None = None) -> str:
@@ -96,12 +110,34 @@ def num_partitions(module: Module) -> int:
 
 def request_for(module: Module, topology: str, text: str | None = None) -> dict[str, Any]:
     params, results = host_indices(module)
-    return {"hlo_text": text if text is not None else module.to_text(), "topology": topology,
-            "num_partitions": num_partitions(module), "host_params": params, "host_results": results}
+    return worker_request(text if text is not None else module.to_text(), topology, num_partitions(module),
+                          params, results)
+
+
+def worker_request(hlo_text: str, topology: str, partitions: int = 1, host_params: list[int] | None = None,
+                   host_results: list[int] | None = None) -> dict[str, Any]:
+    """What the worker is sent: the topology already spelled as libtpu wants it."""
+    return {"hlo_text": hlo_text, "topology": libtpu_name(topology), "num_partitions": partitions,
+            "host_params": host_params or [], "host_results": host_results or []}
 
 
 def run_worker(request: dict[str, Any], python: str, timeout: float) -> WorkerResult:
-    """One compile in a fresh process; a crash, a hang past `timeout` or garbage output is one result."""
+    """One compile in a fresh process; a crash, a hang past `timeout` or garbage output is one result. The
+    compiler dumps into a folder this process owns (removed here even when the worker is killed), and the
+    figures are read from it with hloscan's readers."""
+    # Imported here: the CLI imports this module for DEFAULT_TIMEOUT, and the readers' HLO parser would
+    # otherwise be loaded by every command's start-up.
+    from hloscan.confirm.readback import compiled_kernels, report_totals
+
+    with tempfile.TemporaryDirectory(prefix="hloscan-confirm-") as dump:
+        result = _run(request | {"dump_to": dump}, python, timeout)
+        if result.status in ("compiled", "compile_error"):  # a failed compile still dumps what it reached
+            result.kernels, result.unread = compiled_kernels(Path(dump))
+            result.mem_report_totals = report_totals(Path(dump))
+    return result
+
+
+def _run(request: dict[str, Any], python: str, timeout: float) -> WorkerResult:
     env = {**os.environ, **TPU_ENV}
     start = time.perf_counter()
     try:

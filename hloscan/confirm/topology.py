@@ -10,6 +10,7 @@ _SHAPES_2D = ("2x2", "2x4", "4x4", "4x8", "8x8")
 _SHAPES_3D = ("2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4")
 _GENERATIONS_2D = ("v5e", "v6e")
 _GENERATIONS_3D = ("v4", "v5p", "v7x")
+_LIBTPU_GENERATION = {"v7x": "tpu7x"}
 _TOPOLOGY = re.compile(r"^(v4|v5e|v5p|v6e|v7x|tpu7x):(\d+(?:x\d+){1,2})$")
 
 
@@ -36,3 +37,18 @@ def check_topology(text: str) -> str | None:
         return None
     return (f"unknown topology {text!r}: a generation ({', '.join(_GENERATIONS_2D + _GENERATIONS_3D)}) or "
             "generation:shape such as v5e:2x2, v5e:4x4, v5p:2x2x2")
+
+
+def libtpu_name(topology: str) -> str:
+    """The name libtpu's get_topology_desc accepts: a bare generation becomes its smallest slice (`v5e` ->
+    `v5e:2x2`) and v7x is spelled by its external name (`v7x:2x2x1` -> `tpu7x:2x2x1`)."""
+    gen, _, shape = topology.partition(":")
+    if not shape:
+        gen, _, shape = topology_for(gen).partition(":")
+    return f"{_LIBTPU_GENERATION.get(gen, gen)}:{shape}"
+
+
+def generation_of(topology: str) -> str:
+    """`v5e:2x2` -> `v5e`, `tpu7x:2x2x1` -> `v7x`: the generation hloscan's estimates are made for."""
+    gen = topology.partition(":")[0]
+    return next((short for short, libtpu in _LIBTPU_GENERATION.items() if libtpu == gen), gen)

@@ -5,23 +5,23 @@ layering test holds that). It reads ONE JSON request on stdin and writes ONE JSO
 compiler crash or hang costs the parent one result (it kills this process on its --timeout), not the scan.
 The program is compiled, never executed: compile-only devices cannot run anything.
 
-Request: {"hlo_text": str, "topology": "v5e" | "v5e:2x2" | ..., "num_partitions": int,
-          "host_params": [int], "host_results": [int]}   (flat @main argument / result numbers in pinned_host)
+It only compiles: the compiler's dump files go to the folder the parent names (and owns, so a killed worker
+leaves nothing behind), and the parent reads them with hloscan's own readers (confirm/readback.py).
+
+Request: {"hlo_text": str, "topology": "v5e:2x2" | "tpu7x:2x2x1" | ... (as libtpu spells it),
+          "num_partitions": int, "host_params": [int], "host_results": [int], "dump_to": str | None}
+          host_*: flat @main argument / result numbers in pinned_host
 Result:  {"status": "compiled" | "compile_error" | "unsupported" | "convert_error", "error": str | None,
-          "versions": {...}, "scoped_per_instr": {instr: bytes}, "kernels": [{name, op_name, body, bytes}],
-          "memory_analysis": {...}, "mem_report_totals": {space: bytes}, "compile_s": float, "device_kind": str}
+          "versions": {...}, "memory_analysis": {...}, "compile_s": float, "device_kind": str,
+          "device_count": int, "topology": str}   (device_count: the devices compiled for)
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 # Set before libtpu loads: no metadata-server query (there is no TPU VM), and several processes may load it.
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
@@ -31,22 +31,10 @@ os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 # written and tested against; others are refused with a message instead of failing obscurely.
 SUPPORTED_JAX = ("0.10.",)
 
-# Short generation names -> the topology names libtpu accepts (v7x's external name is TPU7x).
-TOPOLOGIES = {"v4": "v4:2x2x1", "v5e": "v5e:2x2", "v5p": "v5p:2x2x1", "v6e": "v6e:2x2", "v7x": "tpu7x:2x2x1"}
-_GENERATION_PREFIX = {"v7x": "tpu7x"}
-
 _MEMORY_ANALYSIS_FIELDS = (
     "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes",
     "generated_code_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
     "host_alias_size_in_bytes", "host_temp_size_in_bytes", "host_generated_code_size_in_bytes")
-
-
-def topology_name(topology: str) -> str:
-    """`v5e` -> `v5e:2x2`; `v5e:4x4` and `v7x:2x2x1` keep their shape (v7x spelled as libtpu wants)."""
-    gen, _, shape = topology.partition(":")
-    if not shape:
-        return TOPOLOGIES.get(gen, gen)
-    return f"{_GENERATION_PREFIX.get(gen, gen)}:{shape}"
 
 
 def versions() -> dict[str, str]:
@@ -78,10 +66,10 @@ def unsupported(found: dict[str, str]) -> str | None:
 def _devices(topology: str, count: int):
     from jax.experimental import topologies
 
-    desc = topologies.get_topology_desc(platform="tpu", topology_name=topology_name(topology))
+    desc = topologies.get_topology_desc(platform="tpu", topology_name=topology)
     devices = list(desc.devices)
     if count > len(devices):
-        raise ValueError(f"the module has {count} partitions but topology {topology_name(topology)} has "
+        raise ValueError(f"the module has {count} partitions but topology {topology} has "
                          f"{len(devices)} devices; give a larger --topology (e.g. v5e:4x4)")
     return devices[:count]
 
@@ -123,9 +111,8 @@ def _mark_host(module, host_params: list[int], host_results: list[int]) -> None:
 
 def compile_request(request: dict) -> dict:
     found = versions()
-    result: dict = {"versions": found, "status": "unsupported", "error": None, "scoped_per_instr": {},
-                    "kernels": [], "memory_analysis": {}, "mem_report_totals": {}, "compile_s": 0.0,
-                    "device_kind": ""}
+    result: dict = {"versions": found, "status": "unsupported", "error": None, "memory_analysis": {},
+                    "compile_s": 0.0, "device_kind": "", "device_count": 0, "topology": request.get("topology")}
     problem = unsupported(found)
     if problem:
         result["error"] = problem
@@ -139,20 +126,15 @@ def compile_request(request: dict) -> dict:
     except Exception as exc:  # an unknown topology name: libtpu's own words
         result["status"], result["error"] = "unsupported", f"topology {request['topology']!r}: {exc}"
         return result
-    result["device_kind"] = devices[0].device_kind
-    with tempfile.TemporaryDirectory(prefix="hloscan-confirm-") as dump, jm.make_ir_context():
+    result["device_kind"], result["device_count"] = devices[0].device_kind, len(devices)
+    with jm.make_ir_context():
         try:
             module = _to_mlir(request["hlo_text"], request.get("host_params") or [],
                               request.get("host_results") or [])
         except Exception as exc:
             result["status"], result["error"] = "convert_error", f"{type(exc).__name__}: {exc}"
             return result
-        options = xc.CompileOptions()
-        options.env_option_overrides = [("xla_dump_to", dump), ("xla_dump_hlo_as_text", True)]
-        if partitions > 1:
-            options.num_partitions = partitions
-            options.executable_build_options.num_partitions = partitions
-            options.executable_build_options.use_spmd_partitioning = True
+        options = _options(request.get("dump_to"), partitions, xc)
         start = time.perf_counter()
         try:
             exe = devices[0].client.compile(module, executable_devices=xc.DeviceList(tuple(devices)),
@@ -161,13 +143,21 @@ def compile_request(request: dict) -> dict:
             result["status"], result["error"] = "compile_error", f"{type(exc).__name__}: {exc}"
             exe = None
         result["compile_s"] = round(time.perf_counter() - start, 2)
-        if exe is not None:
-            result["status"] = "compiled"
-            result["memory_analysis"] = _memory_analysis(exe)
-        result["kernels"] = scoped_kernels(Path(dump))
-        result["scoped_per_instr"] = {k["name"]: k["bytes"] for k in result["kernels"]}
-        result["mem_report_totals"] = mem_report_totals(Path(dump))
+    if exe is not None:
+        result["status"] = "compiled"
+        result["memory_analysis"] = _memory_analysis(exe)
     return result
+
+
+def _options(dump_to: str | None, partitions: int, xc):
+    options = xc.CompileOptions()
+    if dump_to:  # the parent's folder: it reads after_codegen and the memory-usage report from there
+        options.env_option_overrides = [("xla_dump_to", dump_to), ("xla_dump_hlo_as_text", True)]
+    if partitions > 1:
+        options.num_partitions = partitions
+        options.executable_build_options.num_partitions = partitions
+        options.executable_build_options.use_spmd_partitioning = True
+    return options
 
 
 def _memory_analysis(exe) -> dict[str, int]:
@@ -176,83 +166,6 @@ def _memory_analysis(exe) -> dict[str, int]:
     except Exception:  # not every client reports it; the figure is then absent, not invented
         return {}
     return {f: int(getattr(stats, f)) for f in _MEMORY_ANALYSIS_FIELDS if hasattr(stats, f)}
-
-
-# ---------------------------------------------------------------------------------------------- dump files
-
-_OP_NAME = re.compile(r'op_name="([^"]*)"')
-_BODY = re.compile(r'"body"\s*:\s*"([^"]*)"')
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+)\s*=")
-
-
-def scoped_kernels(dump: Path) -> list[dict]:
-    """Every tpu_custom_call of after_codegen: its name, op_name, a digest of its Mosaic body (to find the
-    same kernel in the unoptimised module, where it has another name) and the bytes of its
-    used_scoped_memory_configs in VMEM (memory_space 1)."""
-    out = []
-    for path in sorted(dump.glob("*after_codegen*.txt")):
-        for text in _instructions(path.read_text(errors="replace")):
-            if "used_scoped_memory_configs" not in text or "tpu_custom_call" not in text:
-                continue
-            name, total = _INSTR.match(text), _scoped_bytes(text)
-            if name and total is not None:
-                op_name = _OP_NAME.search(text)
-                out.append({"name": name.group(1), "op_name": op_name.group(1) if op_name else None,
-                            "body": body_digest(text), "bytes": total})
-    return out
-
-
-def _instructions(text: str) -> list[str]:
-    """The instructions of a dump, each whole: a kernel's attributes can span lines (strings with newlines)."""
-    out: list[str] = []
-    for line in text.splitlines():
-        if _INSTR.match(line) or not out:
-            out.append(line)
-        else:
-            out[-1] += "\n" + line
-    return out
-
-
-def body_digest(text: str) -> str | None:
-    """sha1 of the kernel's serialized Mosaic body: the same in the input and after codegen, unlike the name."""
-    found = _BODY.search(text)
-    return hashlib.sha1(found.group(1).encode()).hexdigest()[:16] if found else None
-
-
-def _scoped_bytes(line: str) -> int | None:
-    at = line.find('"used_scoped_memory_configs"')
-    if at < 0:
-        return None
-    start = line.find("[", at)
-    depth, end = 0, start
-    for end in range(start, len(line)):
-        depth += {"[": 1, "]": -1}.get(line[end], 0)
-        if depth == 0:
-            break
-    try:
-        configs = json.loads(line[start:end + 1].replace('\\"', '"'))
-    except ValueError:
-        return None
-    return sum(int(c.get("size", 0)) for c in configs if str(c.get("memorySpace", c.get("memory_space"))) == "1")
-
-
-_TOTAL = re.compile(r"^\s*Total bytes\s*:?\s*([\d,]+)")
-_SPACE = re.compile(r"^\s*Memory Space:\s*(.+?)\s*$")
-
-
-def mem_report_totals(dump: Path) -> dict[str, int]:
-    """memory-usage-report: "Total bytes" of each memory space section, as the corpus MANIFEST records."""
-    out: dict[str, int] = {}
-    for path in sorted(dump.glob("*memory-usage-report*.txt")):
-        space = None
-        for line in path.read_text(errors="replace").splitlines():
-            header = _SPACE.match(line)
-            if header:
-                space = header.group(1)
-            total = _TOTAL.match(line)
-            if total:
-                out[space or "default"] = int(total.group(1).replace(",", ""))
-    return out
 
 
 def main() -> int:

@@ -31,3 +31,17 @@ def group_key(path: str, stage: str) -> str:
         return str(p.parent / m.group(1))
     prefix = name[: _STAGE_RE.search(name).start()] if stage != "input" else ""
     return str(p.parent / prefix)
+
+
+def stage_sibling(path: str, stage: str) -> str | None:
+    """The dump file of the same module at another stage (`before_optimizations` -> `after_codegen`), when
+    it exists beside `path`, compressed or not; None for a file whose name says no stage."""
+    p = Path(path)
+    m = _STAGE_RE.search(p.name)
+    if not m:
+        return None
+    stem = p.name[: m.start(1)] + stage + ".txt"
+    for candidate in (stem, stem + ".xz", stem + ".gz"):
+        if (p.parent / candidate).is_file():
+            return str(p.parent / candidate)
+    return None

@@ -84,6 +84,19 @@ def test_e1200_text_and_sarif():
     assert log["runs"][0]["properties"]["tpuCompiler"][0]["verdict"].startswith("E1200")
 
 
+def test_e2002_misaligned_block_confirmed_by_the_compiler():
+    """fixtures/confirm/misaligned: a (4, 128) block of an f32[64, 256] (make_dumps.py skips jax's own block
+    check to let the compiler see it). The compiler says E2002; hloscan's HLO203 findings are confirmed."""
+    code, doc = confirm_json(str(FIXTURES / "confirm" / "misaligned"), "--tpu", "v5e")
+    assert code == 1
+    [m] = doc["confirm"]
+    assert m["verdict"] == "E2002 (mosaic_misaligned_block)" and m["path"].endswith("before_optimizations.txt")
+    assert "block shape (..., 4, 128) is not divisible by tiling" in m["compiler_error"]
+    hlo203 = [f for f in doc["findings"] if f["code"] == "HLO203"]
+    assert hlo203 and all(f["data"]["tpu_compiler"]["status"] == "confirmed" for f in hlo203)
+    assert not [f for f in doc["findings"] if f["data"].get("tpu_compiler", {}).get("status") == "missed"]
+
+
 def test_host_memory_outputs_are_put_back_after_conversion():
     """The HLO->MLIR conversion drops S(5): without re-attaching pinned_host this program fails E1200."""
     case = "v6e__programs__decode_kvcache_host"
@@ -103,13 +116,31 @@ def test_hbm_out_of_memory_as_the_hlo401_finding():
     assert hlo401 and hlo401[0]["data"]["tpu_compiler"]["status"] in ("confirmed", "missed")
 
 
-def test_sharded_module_compiled_on_as_many_devices_as_partitions():
-    code, doc = confirm_json(str(FIXTURES / "confirm" / "sharded_add.hlo"), "--tpu", "v5e")
+@pytest.mark.parametrize("fixture, args, chosen, compiled, devices, kind, argument_bytes", [
+    # From num_partitions: 4 -> the generation's 2x2 slice, 8 -> v5e:2x4. One device's shard: a quarter of
+    # sharded_add's 4 MiB parameter; an eighth of sharded_dot8's x (2 MiB) plus its replicated w (512 KiB).
+    ("sharded_add.hlo", ["--tpu", "v5e"], "v5e:2x2", "v5e:2x2", 4, "TPU v5 lite", 1 << 20),
+    ("sharded_dot8.hlo", ["--tpu", "v5e"], "v5e:2x4", "v5e:2x4", 8, "TPU v5 lite", (256 + 512) << 10),
+    # Given with --topology: v7x spelled as libtpu wants it (tpu7x), 4 of its devices used.
+    ("sharded_add.hlo", ["--topology", "v7x:2x2x1"], "v7x:2x2x1", "tpu7x:2x2x1", 4, "TPU7x", 1 << 20),
+    ("sharded_dot8.hlo", ["--topology", "v6e:2x4"], "v6e:2x4", "v6e:2x4", 8, "TPU v6 lite", (256 + 512) << 10),
+])
+def test_sharded_module_compiled_on_as_many_devices_as_partitions(fixture, args, chosen, compiled, devices, kind,
+                                                                   argument_bytes):
+    code, doc = confirm_json(str(FIXTURES / "confirm" / fixture), *args)
     assert code == 0
     [m] = doc["confirm"]
-    assert m["verdict"] == "ok" and m["topology"] == "v5e:2x2"
-    # One device's shard: a quarter of the 4 MiB parameter.
-    assert m["memory_analysis"]["argument_size_in_bytes"] == 1 << 20
+    assert m["verdict"] == "ok" and m["topology"] == chosen and m["compiled_topology"] == compiled
+    assert m["device_count"] == devices and m["device_kind"] == kind
+    assert m["memory_analysis"]["argument_size_in_bytes"] == argument_bytes
+
+
+def test_a_topology_smaller_than_the_module_is_one_result_and_exit_2():
+    done = run("confirm", str(FIXTURES / "confirm" / "sharded_dot8.hlo"), str(FIXTURES / "confirm" / "sharded_add.hlo"),
+               "--topology", "v5e:2x2")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "the module has 8 partitions but topology v5e:2x2 has 4 devices" in done.stderr
+    assert "module sharded_add for v5e:2x2 (4 x TPU v5 lite" in done.stdout
 
 
 def test_check_confirm_and_vmem_exact():
@@ -120,8 +151,34 @@ def test_check_confirm_and_vmem_exact():
     assert exact.returncode == 0, exact.stderr
     [kernel] = json.loads(exact.stdout)["kernels"]
     recorded = json.loads(_row(case)["scoped_per_instr"])
-    # This kernel's operands stay in HBM in the whole program too: alone it gets the same figure.
+    # This kernel's operands stay in HBM in the whole program too (the after_codegen beside it says so): alone
+    # it gets the same figure.
     assert kernel["exact"]["scoped_bytes"] == list(recorded.values())[0]
+    assert kernel["exact"]["placement_source"] == "after_codegen.txt"
+    assert kernel["exact"]["placement_differences"] == []
+    assert kernel["exact"]["placed_bytes"] == list(recorded.values())[0]
+
+
+def test_vmem_exact_says_why_alone_differs_and_moves_the_figure_to_the_whole_programs_placement():
+    """flash_attention's backward kernels on v6e: alone 1.4-3.4x the whole-program figure, because the whole
+    program kept their operands or results in VMEM; moved to that placement, each is the recorded figure.
+    From the after_optimizations dump (tiled, S(1) layouts) the minimal modules compile to the same figures."""
+    case = "v6e__pallas__flash_bwd_q128_km256_k128"
+    recorded = sorted(json.loads(_row(case)["scoped_per_instr"]).values())
+    done = run("vmem", "--exact", "--format", "json", _before(case), "--tpu", "v6e")
+    assert done.returncode == 0, done.stderr
+    exact = [k["exact"] for k in json.loads(done.stdout)["kernels"]]
+    assert sorted(e["placed_bytes"] for e in exact) == recorded
+    assert all(e["scoped_bytes"] > e["placed_bytes"] and e["placement_differences"] for e in exact)
+    text = run("vmem", "--exact", _before(case), "--tpu", "v6e").stdout
+    assert "results 0, 1, 2 were in VMEM (S(1)) in the whole program, in HBM alone" in text
+    assert "with the whole program's placement: 987,136 B" in text
+    after = run("vmem", "--exact", "--format", "json", str(corpus_dir(REAL) / case / "after_optimizations.txt"),
+                "--tpu", "v6e")
+    assert after.returncode == 0, after.stderr
+    from_after = [k["exact"] for k in json.loads(after.stdout)["kernels"]]
+    assert sorted(e["scoped_bytes"] for e in from_after) == sorted(e["scoped_bytes"] for e in exact)
+    assert sorted(e["placed_bytes"] for e in from_after) == recorded
 
 
 def test_an_input_that_cannot_be_compiled_costs_only_its_result(tmp_path):

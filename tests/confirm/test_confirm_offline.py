@@ -4,32 +4,22 @@ and the static-vs-compiler comparison."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
 import hloscan.checks  # noqa: F401  (registers the checks)
-from corpus import corpus_dir, manifest
-from hloscan.confirm import compare
+from corpus import FIXTURES, corpus_dir, manifest
+from hloscan.confirm import compare, exact, readback
 from hloscan.confirm.exact import kernel_modules, without_metadata
-from hloscan.confirm.runner import WORKER
-from hloscan.confirm.topology import check_topology, topology_for
-from hloscan.confirm.verdict import (HBM, HOST_OFFLOAD, OK, SCOPED_VMEM, VMEM_CAPACITY, Verdict, classify,
+from hloscan.confirm.topology import check_topology, libtpu_name, topology_for
+from hloscan.confirm.verdict import (HBM, HOST_OFFLOAD, MISALIGNED, OK, SCOPED_VMEM, VMEM_CAPACITY, Verdict, classify,
                                      recorded_kind)
 from hloscan.hlo.loader import load_file, load_text
 from hloscan.lint.config import parse_config
 from hloscan.lint.scan import scan
 
 REAL = "tpu-oracle/real"
-
-
-def _worker():
-    """worker.py loaded by path, as the worker process runs it (its top level imports no jax)."""
-    spec = importlib.util.spec_from_file_location("confirm_worker", WORKER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rows(predicate=lambda r: True):
@@ -65,42 +55,57 @@ def test_hbm_and_capacity_messages():
     assert classify(None).ok and classify("INTERNAL: something new").rule == "HLO910"
 
 
-# ---------------------------------------------------------------------------------------------- worker parsing
+def test_the_compilers_e2002_message_is_the_misaligned_block_rule():
+    """The message libtpu 0.0.42.1 gave for fixtures/confirm/misaligned (jax's own block check skipped)."""
+    error = ("INVALID_ARGUMENT: Mosaic failed to compile TPU kernel: Failed to set window params for input 0: "
+             "E2002: CompileTimeMosaicMisalignedBlockAndTiling:\nOperand of shape (..., 64, 256) has tiling "
+             "(8, 128), but its block shape (..., 4, 128) is not divisible by tiling evenly nor matches the full "
+             "shape\nSee https://openxla.org/xla/errors/error_2002 for more details.")
+    v = classify(error)
+    assert v.kind == MISALIGNED and v.rule == "HLO203" and v.xla_error == "E2002"
 
 
-def test_worker_reads_after_codegen_as_the_manifest_recorded():
-    worker = _worker()
+# ---------------------------------------------------------------------------------------------- read back
+
+
+def test_after_codegen_read_back_as_the_manifest_recorded():
     rows = _rows(lambda r: bool(r["scoped_per_instr"]))
     assert len(rows) >= 50
     for r in rows:
-        kernels = worker.scoped_kernels(corpus_dir(REAL) / r["case"])
-        assert {k["name"]: k["bytes"] for k in kernels} == json.loads(r["scoped_per_instr"]), r["case"]
+        kernels, unread = readback.compiled_kernels(corpus_dir(REAL) / r["case"])
+        assert not unread, r["case"]
+        assert {k.name: k.scoped_bytes for k in kernels} == json.loads(r["scoped_per_instr"]), r["case"]
+        assert all(k.body and k.op_name for k in kernels), r["case"]
 
 
-def test_worker_reads_memory_usage_report_totals():
-    worker = _worker()
+def test_memory_usage_report_totals_read_back_as_recorded():
     rows = _rows(lambda r: bool(r["mem_report_totals"]))
-    assert rows
+    assert len(rows) >= 20
     for r in rows:
-        got = worker.mem_report_totals(corpus_dir(REAL) / r["case"])
-        recorded = json.loads(r["mem_report_totals"])
-        assert {k: got.get(k) for k in recorded} == recorded, r["case"]
+        got = readback.report_totals(corpus_dir(REAL) / r["case"])
+        assert got == json.loads(r["mem_report_totals"]), r["case"]
 
 
-def test_kernel_body_digest_is_the_same_on_both_sides_and_finds_the_renamed_kernel():
-    """The worker (no hloscan imports) and compare.py digest a kernel's body alike, so a kernel renamed by
-    optimisation (pallas_call.4 -> jvp_jit_flash_attention__.1) is found in after_codegen."""
-    worker = _worker()
+def test_a_renamed_kernel_is_found_by_its_mosaic_body():
+    """Optimisation renames kernels (pallas_call.4 -> jvp_jit_flash_attention__.1): each kernel of the
+    compiled module gets the after_codegen figure of the kernel with the same body."""
     case = corpus_dir(REAL) / "v5e__pallas__flash_bwd_q128_km256_k128"
-    compiled = worker.scoped_kernels(case)
+    compiled, _ = readback.compiled_kernels(case)
     module = load_file(str(case / "before_optimizations.txt")).modules[0]
     figures = compare.kernel_figures(module, "v5e", compiled)
     recorded = json.loads(next(r for r in _rows() if r["case"] == case.name)["scoped_per_instr"])
-    assert len(figures) == 3
-    assert sorted(f.compiler_bytes for f in figures) == sorted(recorded.values())
-    assert all(f.names and f.names[0] in recorded and recorded[f.names[0]] == f.compiler_bytes for f in figures)
-    line = next(line for line in (case / "after_codegen.txt").read_text().splitlines() if "tpu_custom_call" in line)
-    assert worker.body_digest(line) == compare.body_digest(line) is not None
+    assert len(figures) == 3 and len(set(recorded.values())) == 3
+    assert all(f.names == (name,) and recorded[name] == f.compiler_bytes
+               for f in figures for name in f.names)
+    assert {f.instruction for f in figures} == {"pallas_call.4", "pallas_call.12", "pallas_call.15"}
+
+
+def test_unreadable_after_codegen_is_said_not_raised(tmp_path):
+    (tmp_path / "m.after_codegen.txt").write_text('HloModule m\n\nENTRY %e {\n  %k = tpu_custom_call((\n}\n')
+    (tmp_path / "m.after_optimizations-memory-usage-report.txt").write_bytes(b"\xff\xfe not text")
+    kernels, unread = readback.compiled_kernels(tmp_path)
+    assert kernels == [] and len(unread) == 1 and unread[0].startswith("m.after_codegen.txt: ")
+    assert readback.report_totals(tmp_path) == {}
 
 
 # ---------------------------------------------------------------------------------------------- exact
@@ -124,6 +129,62 @@ def test_every_corpus_kernel_gets_a_minimal_module_that_parses():
     assert count >= 100
 
 
+ALONE = FIXTURES / "confirm" / "alone" / "v6e_flash_bwd_q128"
+FLASH_BWD = corpus_dir(REAL) / "v6e__pallas__flash_bwd_q128_km256_k128"
+
+
+def _flash_bwd():
+    path = str(FLASH_BWD / "before_optimizations.txt")
+    module = load_file(path).modules[0]
+    recorded = {k.body: k.scoped_bytes for k in readback.compiled_kernels(FLASH_BWD)[0]}
+    return path, module, recorded
+
+
+@pytest.mark.parametrize("kernel, moved", [
+    ("pallas_call.4", ("results 0, 1, 2 were in VMEM (S(1)) in the whole program, in HBM alone",)),
+    ("pallas_call.12", ("operands 0, 1, 2, 3, 4, 5, 6 were in VMEM (S(1)) in the whole program, in HBM alone",)),
+    ("pallas_call.15", ("operands 0, 1, 2, 3, 4, 5, 6 were in VMEM (S(1)) in the whole program, in HBM alone",)),
+])
+def test_the_alone_figure_moved_to_the_whole_programs_placement_is_the_whole_programs(kernel, moved):
+    """Alone these kernels got 1.4-3.4x the whole program's figure; with the placement read from the
+    after_codegen beside the dump, moved by the windows of what the whole program kept in VMEM, it is the
+    whole program's figure to the byte."""
+    path, module, recorded = _flash_bwd()
+    whole = exact.whole_kernels(module, path, "v6e")
+    assert {w.source for w in whole.values()} == {"after_codegen.txt"}
+    inst = next(i for _, i in module.with_opcode("custom-call") if i.name == kernel)
+    [alone] = readback.compiled_kernels(ALONE / kernel)[0]
+    figure = exact.compared(exact.ExactFigure(kernel, inst.line, "compiled", None, None, 0.0), alone,
+                            whole[kernel], inst, "v6e")
+    in_whole_program = recorded[alone.body]
+    assert figure.scoped_bytes == alone.scoped_bytes > in_whole_program
+    assert figure.differences == moved and figure.placed_bytes == in_whole_program
+
+
+def test_whole_program_placement_from_the_module_itself_or_predicted():
+    path, module, _ = _flash_bwd()
+    predicted = exact.whole_kernels(module, None, "v6e")
+    assert {w.source for w in predicted.values()} == {exact.PREDICTED}
+    # hloscan predicts the dq and dkv kernels' seven operands in VMEM, as the compiler placed them.
+    assert predicted["pallas_call.15"].placement.operands == (1,) * 7
+    after = load_file(str(FLASH_BWD / "after_optimizations.txt")).modules[0]
+    own = exact.whole_kernels(after, None, "v6e")
+    assert {w.source for w in own.values()} == {"this module, after optimisation"}
+    assert sorted(w.placement.results for w in own.values())[-1] == (1, 1, 1)
+
+
+def test_a_post_optimisation_kernel_gets_a_minimal_module_the_converter_accepts():
+    """The HLO->MLIR conversion refuses tiled layouts and memory spaces: the minimal module of an
+    after_optimizations kernel keeps only minor-to-major layouts."""
+    after = load_file(str(FLASH_BWD / "after_optimizations.txt")).modules[0]
+    kms = kernel_modules(after)
+    assert len(kms) == 3
+    for km in kms:
+        head, _, body = km.text.partition("ENTRY")
+        params = [line for line in body.splitlines() if "parameter(" in line]
+        assert params and not any(":T(" in line or "S(1)" in line for line in params + [head])
+
+
 def test_without_metadata_keeps_the_other_attributes():
     tail = ', custom_call_target="x", metadata={op_name="a{b}" stack_frame_id=3}, backend_config={"k": 1}'
     assert without_metadata(tail) == ', custom_call_target="x", backend_config={"k": 1}'
@@ -134,6 +195,8 @@ def test_topologies():
     assert topology_for("v5p", 8) == "v5p:2x2x2" and topology_for("v7x") == "v7x:2x2x1"
     assert check_topology("v5e:2x2") is None and check_topology("v7x:2x2x1") is None
     assert "unknown topology" in check_topology("v9z:2x2")
+    assert libtpu_name("v5e") == "v5e:2x2" and libtpu_name("v7x") == "tpu7x:2x2x1"
+    assert libtpu_name("v7x:2x2x2") == "tpu7x:2x2x2" and libtpu_name("v6e:2x4") == "v6e:2x4"
 
 
 # ---------------------------------------------------------------------------------------------- compare

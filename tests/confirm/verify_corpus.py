@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: corpus.p
 
 import hloscan.checks  # noqa: F401,E402  (registers the checks)
 from corpus import REPO, corpus_dir, manifest  # noqa: E402
-from hloscan.confirm.exact import exact_figures  # noqa: E402
+from hloscan.confirm.exact import compared, exact_figures, whole_kernels  # noqa: E402
 from hloscan.confirm.runner import tpu_python  # noqa: E402
 from hloscan.confirm.scan import confirm_paths  # noqa: E402
 from hloscan.confirm.verdict import recorded_kind  # noqa: E402
@@ -54,10 +54,20 @@ def verify_case(row: dict[str, str], python: str, timeout: float, exact: bool) -
            "findings": [f"{f.code}:{f.instruction}:{s}" for f, s in zip(m.findings, m.statuses) if s]}
     if exact and row["family"] == "pallas":
         by_name = {k["instruction"]: k for k in out["kernels"]}
-        out["exact"] = [{"instruction": e.instruction, "status": e.status, "exact_bytes": e.scoped_bytes,
-                         "whole_bytes": by_name.get(e.instruction, {}).get("compiler_bytes"),
-                         "wall_s": round(e.wall_s, 2), "error": (e.error or "")[:200]}
-                        for e in exact_figures(m_module(done), gen, python, timeout)]
+        module = m_module(done)
+        # The placement beside the dump (the case's after_codegen.txt) and hloscan's prediction without it:
+        # the same alone compile, moved to each.
+        predicted = whole_kernels(module, None, gen)
+        calls = {inst.name: inst for _, inst in module.with_opcode("custom-call")}
+        out["exact"] = []
+        for e in exact_figures(module, gen, python, timeout, str(path)):
+            guess = compared(e, e.alone, predicted.get(e.instruction), calls[e.instruction], gen) if e.alone else e
+            out["exact"].append({
+                "instruction": e.instruction, "status": e.status, "exact_bytes": e.scoped_bytes,
+                "whole_bytes": by_name.get(e.instruction, {}).get("compiler_bytes"), "wall_s": round(e.wall_s, 2),
+                "error": (e.error or "")[:200], "placement_source": e.placement_source,
+                "differences": list(e.differences), "placed_bytes": e.placed_bytes,
+                "predicted_placed_bytes": guess.placed_bytes})
     return out
 
 
@@ -87,6 +97,10 @@ def summary(rows: list[dict]) -> dict:
         "scoped_per_instr_equal": f"{scoped_match}/{scoped_cases}",
         "mem_report_totals_equal": f"{report_match}/{report_cases}",
         "exact_equal_whole": f"{len(equal)}/{len(kernels)}",
+        "exact_moved_to_the_whole_programs_placement_equal_whole":
+            f"{sum(1 for _, k in kernels if k.get('placed_bytes') == k['whole_bytes'])}/{len(kernels)}",
+        "exact_moved_to_hloscans_predicted_placement_equal_whole":
+            f"{sum(1 for _, k in kernels if k.get('predicted_placed_bytes') == k['whole_bytes'])}/{len(kernels)}",
         "exact_over_whole_ratios_of_the_rest": {"min": ratios[0], "median": statistics.median(ratios),
                                                 "max": ratios[-1]} if ratios else None,
         "exact_kernels_without_figure": sum(1 for r in rows for k in r.get("exact", [])

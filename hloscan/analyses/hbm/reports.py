@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from hloscan.hlo.loader import read_text
 
-_TOTAL = re.compile(r"Memory Space: default \(color=0\)\s*\nTotal bytes: (\d+)")
+_SPACE_TOTAL = re.compile(r"^Memory Space: (.+?)\s*\nTotal bytes: (\d+)", re.MULTILINE)
+DEFAULT_SPACE = "default (color=0)"
 _ALLOCATION = re.compile(r"^allocation (\d+): size (\d+)(.*):\s*$")
 _VALUE = re.compile(r"^ value: <\d+ (\S+?)(?:\{[\d,]*\})? @\d+> \(size=(\d+),offset=(\d+)\): (.*)$")
 _STAGE_SUFFIXES = ("before_optimizations.txt", "after_optimizations.txt")
@@ -60,9 +61,15 @@ class XlaReport:
         return sorted(heap, key=lambda v: -v[1])[:limit]
 
 
+def memory_usage_totals(text: str) -> dict[str, int]:
+    """"Total bytes" of each memory space of a memory-usage report: {"default (color=0)": ..., "vmem (color=1)":
+    ...}, the spaces named as the report names them."""
+    return {m.group(1): int(m.group(2)) for m in _SPACE_TOTAL.finditer(text)}
+
+
 def parse_memory_usage_report(text: str) -> int | None:
-    m = _TOTAL.search(text)
-    return int(m.group(1)) if m else None
+    """The default memory space's (HBM's) total."""
+    return memory_usage_totals(text).get(DEFAULT_SPACE)
 
 
 def parse_buffer_assignment(text: str) -> list[Allocation]:

@@ -158,6 +158,11 @@ def _memory_config_size(config: dict[str, Any], key: str) -> int | None:
     return None
 
 
+def used_scoped_bytes(config: dict[str, Any]) -> int | None:
+    """The compiler's measured scoped VMEM of a kernel (`used_scoped_memory_configs`, written after codegen)."""
+    return _memory_config_size(config, "used_scoped_memory_configs")
+
+
 def kernel_body(config: dict[str, Any]) -> str | None:
     call = config.get("custom_call_config")
     body = call.get("body") if isinstance(call, dict) else None
@@ -704,7 +709,7 @@ def estimate_kernel(
     notes.extend(parts.notes)
     limit, source = resolve_limit(config, gen, vmem_limit_kib)
     predicted = parts.total
-    measured = _memory_config_size(config, "used_scoped_memory_configs")
+    measured = used_scoped_bytes(config)
     kind = "measured" if measured is not None else ("estimate" if kernel else "whole-array")
     figure = measured if measured is not None else predicted
     if measured == 0:

@@ -21,6 +21,9 @@ class Kernel:
     inst: Instruction
     estimate: KernelEstimate
     tpu_assumed: bool
+    # Operand positions (and len(operands) + result leaf number) predicted to be placed whole in VMEM by
+    # XLA's memory-space assignment; the estimate counts no window for them.
+    predicted_in_vmem: frozenset[int] = frozenset()
 
 
 def tpu_custom_calls(module: Module) -> Iterator[tuple[Computation, Instruction]]:
@@ -69,7 +72,7 @@ def estimate_module(module: Module, tpu: str | None, vmem_limit_kib: int | None,
                     "one) predicted to be written whole to VMEM by XLA's memory-space assignment (S(1), no output "
                     "window; an estimate from the pre-optimisation dump)")
             est = replace(est, notes=est.notes + (note,))
-        out.append(Kernel(comp, inst, est, tpu is None))
+        out.append(Kernel(comp, inst, est, tpu is None, positions))
     return out
 
 

@@ -447,5 +447,10 @@ def has_vmem_layout(comp: Computation, inst: Instruction, results: bool = False)
 
 def in_vmem(shape: Shape) -> Shape:
     """`shape` with memory space 1 (VMEM), as a post-optimisation dump would print it."""
+    return in_memory_space(shape, 1)
+
+
+def in_memory_space(shape: Shape, space: int) -> Shape:
+    """`shape` with memory space `space` (its layout's S(n); a default layout when it has none)."""
     layout = shape.layout or Layout(tuple(reversed(range(len(shape.dims)))))
-    return replace(shape, layout=replace(layout, memory_space=1))
+    return replace(shape, layout=replace(layout, memory_space=space))
