@@ -7,15 +7,18 @@ where hloscan itself is not installed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from hloscan.confirm.topology import libtpu_name
 from hloscan.hlo.ir import Module
@@ -137,12 +140,28 @@ def run_worker(request: dict[str, Any], python: str, timeout: float) -> WorkerRe
     return result
 
 
+@contextlib.contextmanager
+def _pipe_errors_raised() -> Iterator[None]:
+    """While the request is written to a worker, a worker that died first must cost one result: the CLI lets
+    SIGPIPE end the process quietly (`hloscan ... | head`), which would end the whole scan here instead of
+    subprocess's BrokenPipeError, which it handles (seen as exit -13 when a crashing worker won the race)."""
+    if not hasattr(signal, "SIGPIPE") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGPIPE, previous)
+
+
 def _run(request: dict[str, Any], python: str, timeout: float) -> WorkerResult:
     env = {**os.environ, **TPU_ENV}
     start = time.perf_counter()
     try:
-        done = subprocess.run([python, str(WORKER)], input=json.dumps(request), capture_output=True, text=True,
-                              timeout=timeout, env=env)
+        with _pipe_errors_raised():
+            done = subprocess.run([python, str(WORKER)], input=json.dumps(request), capture_output=True, text=True,
+                                  timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return WorkerResult("timeout", f"the compile did not finish in {timeout:g} s (--timeout)",
                             wall_s=time.perf_counter() - start)
