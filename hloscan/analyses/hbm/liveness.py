@@ -518,7 +518,7 @@ class Simulator:
         for k in self._invariant_slots(body, len(init)):
             slot = init[k]
             if not (isinstance(slot, int) and slot in self.param_roots and slot not in self.donated
-                    and _weight_stack(self.values[slot].shape) and _slices_each_iteration(self, body, k)):
+                    and _weight_stack(self.values[slot].shape) and self._slices_each_iteration(body, k)):
                 continue
             if slot not in self.relaid:
                 param = self.values[slot]
@@ -528,6 +528,26 @@ class Simulator:
                 self.relaid[slot] = copy
             out.append(self.relaid[slot])
         return out
+
+    def _slices_each_iteration(self, body: Computation, k: int) -> bool:
+        """Whether the loop body reads state slot `k` through a dynamic-slice (directly, or in a computation it
+        calls with that slot, as jax's `dynamic_index_in_dim` does)."""
+        param = body.parameter_instructions.get(0)
+        if param is None:
+            return False
+        reads = [i for i in body.instructions if i.opcode == "get-tuple-element" and i.operands
+                 and i.operands[0].name == param.name and i.attr("index") == str(k)]
+        names = {i.name for i in reads}
+        for inst in body.instructions:
+            used = [n for n, op in enumerate(inst.operands) if op.name in names]
+            if not used:
+                continue
+            if inst.opcode == "dynamic-slice" and 0 in used:
+                return True
+            callee = self._callee(inst.attr("to_apply")) if inst.opcode == "call" else None
+            if callee is not None and any(_dynamic_slices_parameter(callee, n) for n in used):
+                return True
+        return False
 
     def _kept_for_later(self, comp: Computation, inst: Instruction) -> bool:
         """An expensive elementwise value read by two or more instructions: XLA's fusion does not duplicate
@@ -953,27 +973,6 @@ def _weight_stack(shape: Shape) -> bool:
         return False
     tiles = shape.layout.tiles if shape.layout is not None else ()
     return not tiles or tuple(tiles[0].dims)[:1] != (16,)
-
-
-def _slices_each_iteration(sim: "Simulator", body: Computation, k: int) -> bool:
-    """Whether the loop body reads state slot `k` through a dynamic-slice (directly, or in a computation it
-    calls with that slot, as jax's `dynamic_index_in_dim` does)."""
-    param = body.parameter_instructions.get(0)
-    if param is None:
-        return False
-    reads = [i for i in body.instructions if i.opcode == "get-tuple-element" and i.operands
-             and i.operands[0].name == param.name and i.attr("index") == str(k)]
-    names = {i.name for i in reads}
-    for inst in body.instructions:
-        used = [n for n, op in enumerate(inst.operands) if op.name in names]
-        if not used:
-            continue
-        if inst.opcode == "dynamic-slice" and 0 in used:
-            return True
-        callee = sim._callee(inst.attr("to_apply")) if inst.opcode == "call" else None
-        if callee is not None and any(_dynamic_slices_parameter(callee, n) for n in used):
-            return True
-    return False
 
 
 def _dynamic_slices_parameter(comp: Computation, number: int) -> bool:

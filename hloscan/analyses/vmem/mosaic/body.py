@@ -235,8 +235,7 @@ def _nested_peak(op: Operation) -> int:
 
 def _carried_bytes(block: Any) -> int:
     """The vreg bytes of a nested block's vector arguments (a loop's carried values), live all through it."""
-    return sum(vreg_bytes(tuple(t.shape), scalar_bits(type_text(t.element)) or 32, dense=len(t.shape) == 1)
-               for t in block.arg_types if isinstance(t, ShapedType) and t.kind == "vector")
+    return sum(_vector_bytes(t) for t in block.arg_types if isinstance(t, ShapedType) and t.kind == "vector")
 
 
 def _blocks_of(op: Operation) -> Iterator[Any]:
@@ -289,8 +288,12 @@ def _kept_load(readers: list[Operation], step: dict[int, int]) -> bool:
 
 
 def _whole_bytes(v: OpResult) -> int:
-    """A value's vreg bytes; a mask (i1) takes what the 32-bit values it selects between take."""
-    t = _type(v)
+    """A value's vreg bytes."""
+    return _vector_bytes(_type(v))
+
+
+def _vector_bytes(t: ShapedType) -> int:
+    """A vector type's vreg bytes; a mask (i1) takes what the 32-bit values it selects between take."""
     bits = scalar_bits(type_text(t.element)) or 32
     return vreg_bytes(tuple(t.shape), 32 if bits == 1 else bits, dense=len(t.shape) == 1)
 
