@@ -54,7 +54,8 @@ CHEAP = frozenset({
     "tanh", "transpose", "xor", "erf", "bitcast-convert", "stochastic-convert", "clz",
 })
 # Elementwise ops XLA's fusion does not duplicate into several consumers (InstructionFusion's "expensive"
-# ops): with two or more readers the value gets a buffer of its own (`_kept_for_later`). A log-softmax's exp
+# ops) unless they widen what they read (`_duplicated`): otherwise, with two or more readers, the value gets a
+# buffer of its own (`_kept_for_later`). A log-softmax's exp
 # over a 151936-word vocabulary, read by its sum and returned for the backward pass, was a 4.64G buffer in the
 # compiled qwen train step (fixtures/oracle_new/sharded3); counting it as recomputed from the logits kept only
 # the bf16 logits (-36% -> -1.6%). Over sharded1-3 the before-optimisation figure came within 15% for 49 of 81
@@ -62,6 +63,14 @@ CHEAP = frozenset({
 # probabilities, kept this way in every layer's rematerialised backward, are not all live at XLA's peak.
 EXPENSIVE = frozenset({"atan2", "cbrt", "cosine", "divide", "erf", "exponential", "exponential-minus-one", "log",
                        "log-plus-one", "logistic", "power", "remainder", "rsqrt", "sine", "sqrt", "tan", "tanh"})
+# Readers into which XLA's TPU fusion duplicates an expensive producer. A softmax's exp read by its sum and by
+# the divide that normalises it was recomputed in both fusions (exponential twice in the compiled v7x
+# diffusion sampler of fixtures/oracle_new/sharded7, no [.., 16384, 16384] f32 buffer); the log-softmax exp above
+# is also returned in a tuple (the backward pass's residual), a reader that cannot fuse it.
+FUSING_READERS = (CHEAP | {"reduce"}) - {"concatenate", "pad"}
+# Elementwise consumers XLA fuses into a dot's output (_output_fused_shape).
+OUTPUT_FUSED = frozenset({"convert", "multiply", "divide", "select", "add", "subtract", "maximum", "minimum", "negate",
+                          "transpose", "reshape", "bitcast"})
 # Ops whose result is usually far smaller than what they read: the prediction schedules them early (_ready_order).
 SHRINKING = frozenset({"dot", "reduce", "convolution"})
 # Fused computations of these opcodes are part of one instruction, never simulated on their own.
@@ -212,7 +221,7 @@ class Simulator:
         self.hoisted: dict[tuple[int, str], int] = {}
         self.relaid: dict[int, int] = {}  # entry parameter leaf -> its re-tiled copy (_relaid_weight_stacks)
         self.donated: set[int] = set()  # entry parameter leaves an output will alias
-        self.user_counts: dict[str, dict[str, int]] = {}
+        self.readers: dict[str, dict[str, list[Instruction]]] = {}
         # A multi-device module before partitioning: each value is sized as one device's shard (partition.py).
         self.splits = shard_factors(module) if predict else None
 
@@ -422,7 +431,7 @@ class Simulator:
             return src[1] if isinstance(src, list) and len(src) > 1 else src
         if op in ("dynamic-update-slice", "scatter") and operands:
             return self._in_place(comp, inst, operands)
-        if self.predict and op in CHEAP and not self._kept_for_later(comp, inst):
+        if self.predict and op in CHEAP and not self._kept_for_later(comp, inst, operands):
             deps = frozenset(v for t in operands for v in self._leaves(t))
             if op == "convert" and self.invariants:
                 deps = self._hoist_convert(inst, deps)
@@ -435,13 +444,60 @@ class Simulator:
         shared = self._shared_operand(comp, inst, operands)
         if shared is not None:
             return shared
-        tree = self._new(inst, comp, inst.shape) if inst.shape is not None else []
+        shape = self._output_fused_shape(comp, inst) if self.predict and op == "dot" else inst.shape
+        tree = self._new(inst, comp, shape) if shape is not None else []
         if op == "constant":
             self.constant_ids.update(self._leaves(tree))
         elif op == "copy" and operands:
             for vid in self._leaves(tree):
                 self.copy_reads[vid] = frozenset(self._leaves(operands[0]))
         return tree
+
+    def _output_fused_shape(self, comp: Computation, inst: Instruction) -> Shape | None:
+        """A dot's shape as XLA's output fusion writes masked scores: when the elementwise chain that alone
+        reads the dot (transpose, convert, scale) applies a mask (a select, or jax's `_where` call) and ends
+        at a value a reduce and others read (a softmax's max and subtract), the buffer is that value's, in its
+        element type. Causal-masked f32 scores of bf16 dots were such a buffer in the compiled train steps of
+        sharded1 and sharded7 (the dot, convert, scale and select one fusion); the unmasked scores of the v7x
+        diffusion sampler (sharded7) stayed the dot's bf16, fused with their max instead."""
+        shape = inst.shape
+        if shape is None or not shape.is_array:
+            return shape
+        end, masked = inst, False
+        while True:
+            readers = self._readers(comp, end.name)
+            nxt = readers[0] if len(readers) == 1 else None
+            if nxt is not None and nxt.opcode == "call":
+                nxt, selects = self._masking_call_output(comp, nxt, end.name)
+                masked |= selects
+            elif nxt is not None and nxt.opcode in OUTPUT_FUSED:
+                masked |= _applies_mask(comp, nxt)
+            else:
+                nxt = None
+            if nxt is None or nxt.shape is None or not nxt.shape.is_array or math.prod(nxt.shape.dims) != math.prod(shape.dims):
+                break
+            end = nxt
+        readers = self._readers(comp, end.name)
+        if (not masked or len(readers) < 2 or element_bits(end.shape) <= element_bits(shape)
+                or not any(r.opcode == "reduce" for r in readers)):
+            return shape
+        return Shape(end.shape.element_type, shape.dims, shape.dynamic, shape.layout)
+
+    def _masking_call_output(self, comp: Computation, call: Instruction, name: str) -> tuple[Instruction | None, bool]:
+        """jax's `_where` as a call: the get-tuple-element of `call` whose value masks the operand `name`, and
+        whether one was found."""
+        callee = self._callee(call.attr("to_apply"))
+        if callee is None or callee.root.opcode != "tuple":
+            return None, False
+        number = next((k for k, op in enumerate(call.operands) if op.name == name), None)
+        param = callee.parameter_instructions.get(number) if number is not None else None
+        for k, op in enumerate(callee.root.operands):
+            elem = callee.by_name.get(op.name or "")
+            if param is not None and elem is not None and _applies_mask(callee, elem) and param.name in elem.operand_names:
+                gtes = [r for r in self._readers(comp, call.name)
+                        if r.opcode == "get-tuple-element" and r.attr("index") == str(k)]
+                return (gtes[0], True) if len(gtes) == 1 else (None, False)
+        return None, False
 
     def _hoist_convert(self, inst: Instruction, deps: frozenset[int]) -> frozenset[int]:
         """A convert of (a slice of) a loop-invariant array: XLA converts the whole array once, before the
@@ -549,23 +605,44 @@ class Simulator:
                 return True
         return False
 
-    def _kept_for_later(self, comp: Computation, inst: Instruction) -> bool:
-        """An expensive elementwise value read by two or more instructions: XLA's fusion does not duplicate
-        it into each reader, so it gets a buffer of its own; so does an interleaving pad."""
+    def _kept_for_later(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> bool:
+        """An expensive elementwise value read by two or more instructions gets a buffer of its own unless XLA
+        duplicates it into each reader; so does an interleaving pad."""
         if inst.opcode in EXPENSIVE and self._users(comp, inst.name) > 1:
-            return True
+            return not self._duplicated(comp, inst, operands)
         return _interleaving(inst)
+
+    def _duplicated(self, comp: Computation, inst: Instruction, operands: list[Tree]) -> bool:
+        """XLA recomputes an expensive producer in each fusion that reads it only when every reader can fuse
+        it and recomputing reads less than keeping it would write (it widens: the buffers it is computed from
+        are smaller than its own). A softmax's f32 exp of bf16 scores was recomputed in its sum and in its divide
+        (exponential twice in the compiled v7x diffusion sampler of fixtures/oracle_new/sharded7, no
+        [.., 16384, 16384] f32 buffer); the exp of f32 scores in a train step's forward was one fusion's
+        second output, read by the divide (sharded7 v5p mod_8b), as was the exp of f32 logits returned in a
+        tuple for the backward pass (sharded3 qwen)."""
+        if inst is comp.root or any(r.opcode not in FUSING_READERS for r in self._readers(comp, inst.name)):
+            return False
+        if inst.shape is None or not inst.shape.is_array:
+            return False
+        split = self.splits.get((comp.name, inst.name)) if self.splits is not None else None
+        own = self._device_bytes(inst.shape, split)
+        read = sum(self.values[v].bytes for v in {v for t in operands for v in self._leaves(t)})
+        return read < own
+
+    def _readers(self, comp: Computation, name: str) -> list[Instruction]:
+        """The instructions of `comp` that read the value `name` (each once)."""
+        readers = self.readers.get(comp.name)
+        if readers is None:
+            readers = {}
+            for other in comp.instructions:
+                for operand in set(other.operand_names):
+                    readers.setdefault(operand, []).append(other)
+            self.readers[comp.name] = readers
+        return readers.get(name, [])
 
     def _users(self, comp: Computation, name: str) -> int:
         """How many instructions of `comp` read the value `name`."""
-        users = self.user_counts.get(comp.name)
-        if users is None:
-            users = {}
-            for other in comp.instructions:
-                for operand in set(other.operand_names):
-                    users[operand] = users.get(operand, 0) + 1
-            self.user_counts[comp.name] = users
-        return users.get(name, 0)
+        return len(self._readers(comp, name))
 
     def _shared_init_slots(self, comp: Computation, inst: Instruction) -> set[int]:
         """Slots of the while's init tuple whose value other instructions also read: the loop must not
@@ -979,6 +1056,15 @@ def _dynamic_slices_parameter(comp: Computation, number: int) -> bool:
     param = comp.parameter_instructions.get(number)
     return param is not None and any(i.opcode == "dynamic-slice" and i.operands and i.operands[0].name == param.name
                                      for i in comp.instructions)
+
+
+def _applies_mask(comp: Computation, inst: Instruction) -> bool:
+    """A select by a broadcast predicate (an attention mask of fewer dims), not by a comparison of the value
+    itself (a ReLU's derivative)."""
+    if inst.opcode != "select" or not inst.operands:
+        return False
+    pred = comp.by_name.get(inst.operands[0].name or "")
+    return pred is not None and pred.opcode == "broadcast"
 
 
 def _interleaving(inst: Instruction) -> bool:

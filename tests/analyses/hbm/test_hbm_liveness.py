@@ -219,6 +219,65 @@ def test_an_expensive_value_with_two_readers_keeps_a_buffer_before_fusion():
     assert "e" not in named("negate")
 
 
+# A softmax over the scores of a bf16 dot: MASK is the scores as they come (unmasked) or a select by a broadcast
+# causal mask; the probabilities feed a second dot.
+SOFTMAX = """HloModule softmax
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] maximum(%a, %b)
+}
+
+ENTRY %main (q: bf16[1024,128], k: bf16[1024,128], v: bf16[1024,128], causal: pred[1024,1024]) -> bf16[1024,128] {
+  %q = bf16[1024,128]{1,0} parameter(0)
+  %k = bf16[1024,128]{1,0} parameter(1)
+  %v = bf16[1024,128]{1,0} parameter(2)
+  %causal = pred[1024,1024]{1,0} parameter(3)
+  %s = bf16[1024,1024]{1,0} dot(%q, %k), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %f = f32[1024,1024]{1,0} convert(%s)
+  %mask = pred[1024,1024]{1,0} broadcast(%causal), dimensions={0,1}
+  %low = f32[] constant(-1e+30)
+  %lows = f32[1024,1024]{1,0} broadcast(%low), dimensions={}
+  %masked = f32[1024,1024]{1,0} select(%mask, %f, %lows)
+  %ninf = f32[] constant(-inf)
+  %m = f32[1024]{0} reduce(MASKED, %ninf), dimensions={1}, to_apply=%max
+  %mb = f32[1024,1024]{1,0} broadcast(%m), dimensions={0}
+  %d = f32[1024,1024]{1,0} subtract(MASKED, %mb)
+  %e = f32[1024,1024]{1,0} exponential(%d)
+  %zero = f32[] constant(0)
+  %z = f32[1024]{0} reduce(%e, %zero), dimensions={1}, to_apply=%add
+  %zb = f32[1024,1024]{1,0} broadcast(%z), dimensions={0}
+  %p = f32[1024,1024]{1,0} divide(%e, %zb)
+  %pb = bf16[1024,1024]{1,0} convert(%p)
+  ROOT %o = bf16[1024,128]{1,0} dot(%pb, %v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+
+
+def _temporaries(text: str) -> dict[str, int]:
+    sim = simulate(load_text(text, "softmax.txt")[0], predict=True)
+    return {b.value.inst.name: b.bytes for b in sim.buffers if b.role == "temp" and b.bytes >= 1024 * 1024}
+
+
+def test_a_softmax_exp_that_widens_bf16_scores_is_recomputed_in_each_reader():
+    """Unmasked bf16 scores: XLA recomputes the f32 exp in the sum's fusion and in the divide's (the v7x
+    diffusion sampler of sharded7), so only the 2 MiB bf16 scores are a buffer, not a 4 MiB f32 exp."""
+    assert _temporaries(SOFTMAX.replace("MASKED", "%f")) == {"s": 2 * 1024 * 1024}
+
+
+def test_causally_masked_scores_are_written_in_f32_and_their_exp_kept():
+    """Masked scores: the dot, convert and select are one output fusion writing f32 scores (4 MiB), and the exp
+    computed from them widens nothing, so it keeps a buffer of its own for the divide (sharded1/7 train steps)."""
+    assert _temporaries(SOFTMAX.replace("MASKED", "%masked")) == {"s": 4 * 1024 * 1024, "e": 4 * 1024 * 1024}
+
+
 # Optimizer state offloaded to host, moved to the device for the update after a big backward temporary.
 HOST_STATE_UPDATE = """HloModule host_state, entry_computation_layout={(f32[8192,8192]{1,0}, f32[8192,8192]{1,0:S(5)})->(f32[8192,8192]{1,0}, f32[8192,8192]{1,0:S(5)})}
 
