@@ -134,8 +134,8 @@ def diff_command(old: str, new: str, fmt: str, module_name: str | None, stage: s
     Lists every parameter whose physical layout differs, with both sizes. Exits 1 when a buffer laid out
     for OLD would be rejected by NEW with E0102 (a parameter's byte size differs), 0 otherwise.
     """
-    olds = select_modules(old, load_modules_or_exit(old), module_name)
-    news = select_modules(new, load_modules_or_exit(new), module_name)
+    olds = select_modules(old, load_modules_or_exit(old, entry_only=True), module_name)
+    news = select_modules(new, load_modules_or_exit(new, entry_only=True), module_name)
     matching = match_modules(olds, news, stage)
     if not matching.pairs:
         click.echo(f"hloscan diff: no module of {old} matches one of {new} by name and stage; use --module "
@@ -196,7 +196,7 @@ def _diff_json(old: str, new: str, diffs: list[tuple[DumpModule, DumpModule, Sig
               help="How many of the largest buffers to list.")
 def memory_command(path: str, fmt: str, module_name: str | None, waste_threshold: float, top: int) -> None:
     """Entry buffers per memory space, the TOP largest, and the ones wasting most to tile padding."""
-    chosen = select_modules(path, load_modules_or_exit(path), module_name)
+    chosen = select_modules(path, load_modules_or_exit(path, entry_only=True), module_name)
     reports = [memory_report(signature_of(m.module), top=top, waste_threshold=waste_threshold) for m in chosen]
     if fmt == "json":
         click.echo(json_text([{"path": m.path, "stage": m.stage, **r.to_json()} for m, r in zip(chosen, reports)],
@@ -217,7 +217,7 @@ def _from(m: DumpModule) -> str:
 @MODULE_OPTION
 def signature_command(path: str, fmt: str, module_name: str | None) -> None:
     """Entry parameters and outputs: shapes with layouts, physical bytes, aliasing, Python source lines."""
-    chosen = select_modules(path, load_modules_or_exit(path), module_name)
+    chosen = select_modules(path, load_modules_or_exit(path, entry_only=True), module_name)
     sigs = [signature_of(m.module) for m in chosen]
     if fmt == "json":
         click.echo(json_text([{"path": m.path, "stage": m.stage, **s.to_json()} for m, s in zip(chosen, sigs)],

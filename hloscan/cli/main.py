@@ -250,14 +250,15 @@ def load_all(paths: tuple[str, ...], strict: bool | None = None) -> list[LoadedF
     return list(loading([path for path, skipped in discover(list(paths)) if skipped is None], strict))
 
 
-def loading(files: list[str], strict: bool | None = None):
+def loading(files: list[str], strict: bool | None = None, entry_only: bool = False):
     """Each file loaded in turn, with check's progress line on a terminal's stderr once it takes over a
-    second (a 48 MB dump takes seconds to read: hbm, memory, parse, signature and graph show it too)."""
+    second (a 48 MB dump takes seconds to read: hbm, memory, parse, signature and graph show it too).
+    `entry_only`: only the ENTRY computation of a big dump is parsed (loader.load_file)."""
     bar = Progress(len(files), sys.stderr)
     try:
         for path in files:
             bar.reading(path)
-            loaded = load_file(path, strict)
+            loaded = load_file(path, strict, entry_only)
             bar.advance()
             yield loaded
     finally:

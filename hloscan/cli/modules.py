@@ -39,11 +39,11 @@ class DumpModule:
         return f"{self.name} ({self.stage or 'no stage'}, {self.path})"
 
 
-def load_modules_or_exit(path: str) -> list[DumpModule]:
+def load_modules_or_exit(path: str, entry_only: bool = False) -> list[DumpModule]:
     """Every module of a file or dump folder with its file and stage; an unreadable file prints HLO001 and
-    exits 2; no module at all exits 2."""
+    exits 2; no module at all exits 2. `entry_only`: for commands that read only the entry signature."""
     modules: list[DumpModule] = []
-    for loaded in loading([file for file, skipped in discover([path]) if not skipped]):
+    for loaded in loading([file for file, skipped in discover([path]) if not skipped], entry_only=entry_only):
         file = loaded.path
         if loaded.error is not None:
             click.echo(loaded.error.format(), err=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hloscan.hlo.ir import Module
 from hloscan.hlo.parser import HloSyntaxError, parse_text
+from hloscan.hlo.entry_only import entry_only_text
 
 # Files an --xla_dump_to folder holds beside the HLO modules; recognised and skipped for now.
 _NON_MODULE_MARKERS = ("buffer-assignment", "buffer_assignment", "memory-usage-report", "memory_usage_report")
@@ -226,9 +227,14 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
-def load_file(path: str, strict: bool | None = None) -> LoadedFile:
+def load_file(path: str, strict: bool | None = None, entry_only: bool = False) -> LoadedFile:
+    """One file's modules. `entry_only`: a big dump's computations other than the ENTRY are not parsed (see
+    entry_only.py); for what reads only the entry signature."""
     try:
         text, notes = read_input(path)
+        cut = entry_only_text(text) if entry_only and strict is not True else None
+        if cut is not None:  # the parse mode of the whole text, which was too big for the grammar
+            text, strict = cut, False
         return LoadedFile(path, parse_text(text, path, strict), notes=notes)
     except HloSyntaxError as exc:
         exc.path = path
