@@ -298,7 +298,8 @@ def entry_root(path: Path) -> str:
 
 
 def command_lines(path: Path, repeat: int) -> None:
-    """Every command that loads a whole dump, as a ratio to a cold `check` of the same file in this run."""
+    """Every command that reads a dump (signature, memory and diff only its ENTRY computation), as a ratio to a
+    cold `check` of the same file in this run."""
     p = str(path)
     graph = str(BUILD / "bench-graph.dot")
     commands = [("check --no-cache", ["check", "--no-cache", "--format", "json", "--exit-zero", p]),
