@@ -57,8 +57,9 @@ ORACLE = FIXTURES / "oracle_new"
 # -5% -> +18%, a warning) and the widening rule takes T5 and CLIP steps under (t5_large +7% -> -24%): sharded1
 # 14 -> 13, sharded4 35 -> 33 and 39 -> 38, sharded5 30 -> 28, sharded6 verdicts 36 -> 35 (an expert-choice MoE
 # step +18% "tight" -> +24%, a warning).
+# sharded8 (16 more kinds, held out, compiled after the freeze at cc49e4d, scored once): 24/36 and 35/36.
 FLOORS = {"sharded1": (13, 16, 16), "sharded2": (27, 29, 31), "sharded3": (30, 34, 34), "sharded4": (33, 38, 40),
-          "sharded5": (28, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28)}
+          "sharded5": (28, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28), "sharded8": (24, 35, 36)}
 
 
 def _report_total(case: Path) -> int | None:
