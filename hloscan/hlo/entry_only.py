@@ -22,9 +22,10 @@ def entry_only_text(text: str) -> str | None:
     if len(text) <= STRICT_AUTO_MAX_CHARS or "// -----" in text or text.count(_ENTRY) != 1:
         return None
     entry = text.find(_ENTRY) + 1
-    first = min((i + 1 for i in (text.find("\n%"), entry - 1) if i >= 0), default=-1)
+    other = text.find("\n%")  # the first computation when it is not the ENTRY
+    first = entry if other < 0 else min(other + 1, entry)
     end = text.find("\n}", entry)
-    if first < 0 or end < 0 or text[end + 2:end + 3] not in ("\n", ""):
+    if end < 0 or text[end + 2:end + 3] not in ("\n", ""):
         return None
     end += 2
     skipped = text.count("\n", first, entry)

@@ -175,10 +175,7 @@ class Session:
         except OSError as exc:
             log.debug("cannot write cache entry in %s: %s", folder, exc)  # a read-only cache: no caching
             if temp is not None:
-                try:
-                    os.unlink(temp)
-                except OSError:
-                    pass
+                _unlink(temp)
             return False
 
 

@@ -475,9 +475,8 @@ class Simulator:
             else:
                 nxt = None
             if nxt is None or nxt.shape is None or not nxt.shape.is_array or math.prod(nxt.shape.dims) != math.prod(shape.dims):
-                break
+                break  # `readers` are the chain end's
             end = nxt
-        readers = self._readers(comp, end.name)
         if (not masked or len(readers) < 2 or element_bits(end.shape) <= element_bits(shape)
                 or not any(r.opcode == "reduce" for r in readers)):
             return shape
@@ -491,9 +490,11 @@ class Simulator:
             return None, False
         number = next((k for k, op in enumerate(call.operands) if op.name == name), None)
         param = callee.parameter_instructions.get(number) if number is not None else None
+        if param is None:
+            return None, False
         for k, op in enumerate(callee.root.operands):
             elem = callee.by_name.get(op.name or "")
-            if param is not None and elem is not None and _applies_mask(callee, elem) and param.name in elem.operand_names:
+            if elem is not None and _applies_mask(callee, elem) and param.name in elem.operand_names:
                 gtes = [r for r in self._readers(comp, call.name)
                         if r.opcode == "get-tuple-element" and r.attr("index") == str(k)]
                 return (gtes[0], True) if len(gtes) == 1 else (None, False)
@@ -591,13 +592,10 @@ class Simulator:
         param = body.parameter_instructions.get(0)
         if param is None:
             return False
-        reads = [i for i in body.instructions if i.opcode == "get-tuple-element" and i.operands
-                 and i.operands[0].name == param.name and i.attr("index") == str(k)]
-        names = {i.name for i in reads}
-        for inst in body.instructions:
+        names = {i.name for i in self._readers(body, param.name)
+                 if i.opcode == "get-tuple-element" and i.attr("index") == str(k)}
+        for inst in (r for name in names for r in self._readers(body, name)):
             used = [n for n, op in enumerate(inst.operands) if op.name in names]
-            if not used:
-                continue
             if inst.opcode == "dynamic-slice" and 0 in used:
                 return True
             callee = self._callee(inst.attr("to_apply")) if inst.opcode == "call" else None
