@@ -402,3 +402,28 @@ ENTRY %main (w: f32[768,1000]) -> f32[768,1000] {
     sim = simulate(load_text(text)[0], predict=True)
     (param,) = [b for b in sim.buffers if b.role == "parameter"]
     assert param.bytes == 768 * 1000 * 4
+
+
+def _dot(shape: str, batch: str) -> "Instruction":
+    from hloscan.hlo.parser import parse_module
+    module = parse_module(f"""HloModule m
+
+ENTRY %main (a: bf16[{shape}]) -> bf16[{shape}] {{
+  %a = bf16[{shape}]{{3,2,1,0}} parameter(0)
+  ROOT %d = bf16[{shape}]{{3,2,1,0}} dot(%a, %a), lhs_batch_dims={batch}, rhs_batch_dims={batch}
+}}
+""")
+    return module.entry.root
+
+
+def test_a_dots_two_largest_free_dims_are_laid_out_minor_when_they_fill_the_lanes():
+    from hloscan.analyses.hbm.liveness import _dot_minor_dims, leaf_bytes
+    scores = _dot("512,12,197,197", "{0,1}")
+    assert _dot_minor_dims(scores, scores.shape) == (2, 3)
+    # [.., 197, 197] bf16 in (8, 128)(2, 1) tiles: 200 x 256 per (b, h), where the cheapest order padded nothing.
+    untiled = scores.shape.__class__(scores.shape.element_type, scores.shape.dims)
+    assert leaf_bytes(untiled, True, (2, 3)) == 512 * 12 * 200 * 256 * 2
+    assert leaf_bytes(untiled, True) < 512 * 12 * 200 * 256 * 2
+    # A free dim under 128 lanes is not put minor: the choice stays leaf_bytes' cheapest order.
+    projection = _dot("16,2048,3072,16", "{0,1}")
+    assert _dot_minor_dims(projection, projection.shape) == ()

@@ -238,3 +238,26 @@ def test_an_embedding_gather_keeps_the_tables_split_when_the_tokens_use_the_same
     # Tokens split over the other axis (device index mod 4, `model`): both splits are kept.
     other = parse_module(GATHER_ON_ONE_AXIS.replace("TILES", "4,1,2").replace("ORDER", "[2,4]T(1,0)"))
     assert shard_factors(other)[(other.entry.name, "g")] == Split(8, (4, 1, 2))
+
+
+WEIGHT_GRADIENT = """HloModule m, input_output_alias={ {}: (0, {}, may-alias) }, num_partitions=4
+
+ENTRY %main (w: f32[1024,4096], x: bf16[64,512,1024], dy: bf16[64,512,4096], t: s32[64]) -> f32[1024,4096] {
+  %w = f32[1024,4096]{1,0} parameter(0), sharding={W}
+  %x = bf16[64,512,1024]{2,1,0} parameter(1), sharding={devices=[4,1,1]<=[4]}
+  %dy = bf16[64,512,4096]{2,1,0} parameter(2), sharding={devices=[4,1,1]<=[4]}
+  %t = s32[64]{0} parameter(3), sharding={devices=[4]<=[4]}
+  %g = f32[1024,4096]{1,0} dot(%x, %dy), lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}
+  ROOT %u = f32[1024,4096]{1,0} subtract(%w, %g)
+}
+"""
+
+
+def test_a_weight_gradient_is_whole_when_the_weights_are_and_split_when_they_are_split():
+    # x^T dy sums over the examples, split over the devices. With replicated weights (data parallelism) the
+    # partitioner all-reduces it into a whole gradient; with FSDP weights it stays split (reduce-scattered).
+    # The weight is told from the examples by its alias with the output (the examples here are larger).
+    dp = parse_module(WEIGHT_GRADIENT.replace("{W}", "{replicated}"))
+    assert shard_factors(dp)[(dp.entry.name, "g")].pieces == 1
+    fsdp = parse_module(WEIGHT_GRADIENT.replace("{W}", "{devices=[4,1]<=[4]}"))
+    assert shard_factors(fsdp)[(fsdp.entry.name, "g")].pieces == 4
