@@ -245,30 +245,34 @@ def colour_option(func: Callable) -> Callable:
 # ---------------------------------------------------------------------- inputs of the analysis commands
 
 
-def load_all(paths: tuple[str, ...], strict: bool | None = None) -> list[LoadedFile]:
+def load_all(paths: tuple[str, ...], strict: bool | None = None,
+             entry_only_without: str | None = None) -> list[LoadedFile]:
     """Load every input; a bad file is recorded and the others are still loaded."""
-    return list(loading([path for path, skipped in discover(list(paths)) if skipped is None], strict))
+    files = [path for path, skipped in discover(list(paths)) if skipped is None]
+    return list(loading(files, strict, entry_only_without=entry_only_without))
 
 
-def loading(files: list[str], strict: bool | None = None, entry_only: bool = False):
+def loading(files: list[str], strict: bool | None = None, entry_only: bool = False,
+            entry_only_without: str | None = None):
     """Each file loaded in turn, with check's progress line on a terminal's stderr once it takes over a
     second (a 48 MB dump takes seconds to read: hbm, memory, parse, signature and graph show it too).
-    `entry_only`: only the ENTRY computation of a big dump is parsed (loader.load_file)."""
+    `entry_only`, `entry_only_without`: only the ENTRY computation of a big dump is parsed (loader.load_file)."""
     bar = Progress(len(files), sys.stderr)
     try:
         for path in files:
             bar.reading(path)
-            loaded = load_file(path, strict, entry_only)
+            loaded = load_file(path, strict, entry_only, entry_only_without)
             bar.advance()
             yield loaded
     finally:
         bar.close()
 
 
-def load_reporting_errors(paths: tuple[str, ...]) -> tuple[list[LoadedFile], list[LoadedFile]]:
+def load_reporting_errors(paths: tuple[str, ...], entry_only_without: str | None = None
+                          ) -> tuple[list[LoadedFile], list[LoadedFile]]:
     """(files that loaded, files that did not); each error is printed on stderr as it is met."""
     good, bad = [], []
-    for loaded in load_all(paths):
+    for loaded in load_all(paths, entry_only_without=entry_only_without):
         (good if loaded.ok else bad).append(loaded)
         if not loaded.ok:
             click.echo(loaded.error.format(), err=True)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from hloscan.analyses.vmem.estimate import BlockEstimate
-from hloscan.analyses.vmem.kernels import (Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label,
+from hloscan.analyses.vmem.kernels import (TPU_CUSTOM_CALL, Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label,
                                            mib)
 from hloscan.cli import pictures
 from hloscan.cli.confirm import (EXACT_NOTE, confirm_options, exact_by_kernel, exact_json, exact_text,
@@ -42,7 +42,9 @@ def vmem(paths: tuple[str, ...], fmt: str, plot: str | None, exact: bool, topolo
     pictures.check_suffix("vmem", plot, (".svg", ".png"), "--plot")
     require_writable(plot, "--plot", paths)
     exact_python = exact_tpu_python(python) if exact else None
-    files, errors = load_reporting_errors(paths)
+    # A big dump without a Mosaic kernel (a 48 MB after-optimization dump of a CPU or XLA-only program)
+    # lists none: its ENTRY is all there is to parse.
+    files, errors = load_reporting_errors(paths, entry_only_without=TPU_CUSTOM_CALL)
     rows = [(loaded.path, k) for loaded in files for module in loaded.modules
             for k in estimate_module(module, tpu, vmem_limit_kib)]
     figures = exact_by_kernel(files, topology or tpu or "v5e", exact_python, timeout) if exact else {}

@@ -227,11 +227,15 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
-def load_file(path: str, strict: bool | None = None, entry_only: bool = False) -> LoadedFile:
+def load_file(path: str, strict: bool | None = None, entry_only: bool = False,
+              entry_only_without: str | None = None) -> LoadedFile:
     """One file's modules. `entry_only`: a big dump's computations other than the ENTRY are not parsed (see
-    entry_only.py); for what reads only the entry signature."""
+    entry_only.py); for what reads only the entry signature. `entry_only_without`: the same for a text in
+    which this string does not occur (`vmem` needs nothing of a dump without a `tpu_custom_call`)."""
     try:
         text, notes = read_input(path)
+        if entry_only_without is not None and entry_only_without not in text:
+            entry_only = True
         cut = entry_only_text(text) if entry_only and strict is not True else None
         if cut is not None:  # the parse mode of the whole text, which was too big for the grammar
             text, strict = cut, False

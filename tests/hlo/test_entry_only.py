@@ -1,5 +1,5 @@
-"""Commands that read only the entry signature (signature, memory, diff) parse only a big dump's ENTRY
-computation: the same signature as a whole parse, at a fraction of its cost."""
+"""Commands that read only the entry signature (signature, memory, diff), and vmem of a dump without a kernel,
+parse only a big dump's ENTRY computation: the same answer as a whole parse, at a fraction of its cost."""
 
 from __future__ import annotations
 
@@ -67,3 +67,17 @@ def test_diff_and_memory_answer_the_same_from_the_entry_alone(tmp_path, monkeypa
     for a, b in zip(cut, whole):
         assert a.exit_code == b.exit_code and a.exit_code in (0, 1), a.output
         assert json.loads(a.output) == json.loads(b.output)
+
+
+def test_vmem_parses_only_the_entry_of_a_big_dump_without_a_kernel(monkeypatch):
+    path = next(p for p in _big_dumps() if "tpu_custom_call" not in p.read_text())
+    (module,) = load_file(str(path), entry_only_without="tpu_custom_call").modules
+    assert len(module.computations) == 1
+    (whole,) = load_file(str(path), entry_only_without="ENTRY").modules  # present: parsed whole
+    assert len(whole.computations) > 1
+    runner = CliRunner()
+    cut = runner.invoke(main, ["vmem", "--format", "json", str(path)])
+    monkeypatch.setattr(loader, "entry_only_text", lambda text: None)
+    every = runner.invoke(main, ["vmem", "--format", "json", str(path)])
+    assert cut.exit_code == every.exit_code == 0, cut.output
+    assert json.loads(cut.output) == json.loads(every.output) == {"kernels": [], "errors": []}

@@ -13,6 +13,10 @@ from hloscan.analyses.vmem.residency import (has_vmem_layout, in_vmem, predict_r
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape
 
 
+# The custom-call target of a Mosaic (Pallas) kernel.
+TPU_CUSTOM_CALL = "tpu_custom_call"
+
+
 @dataclass(frozen=True)
 class Kernel:
     """One tpu_custom_call and its estimate."""
@@ -28,7 +32,7 @@ class Kernel:
 
 def tpu_custom_calls(module: Module) -> Iterator[tuple[Computation, Instruction]]:
     for comp, inst in module.with_opcode("custom-call"):
-        if inst.custom_call_target == "tpu_custom_call":
+        if inst.custom_call_target == TPU_CUSTOM_CALL:
             yield comp, inst
 
 
