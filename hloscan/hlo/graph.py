@@ -62,7 +62,9 @@ def neighbourhood_graph(module: Module, centre: Node, depth: int) -> nx.DiGraph:
     while True:
         graph = build_graph(module, frozenset(computations))
         near = _within(graph, centre, depth - 1)
-        needs_callers = any(_is_parameter_or_root(module, node) for node in near)
+        # Only a called computation's parameters and ROOT lead to its call sites: nothing calls the ENTRY.
+        entry = module.entry.name
+        needs_callers = any(node[0] != entry and _is_parameter_or_root(module, node) for node in near)
         if needs_callers and callers is None:
             callers = _callers_by_callee(module)
         wanted = _beyond(module, graph, near, callers or {})
@@ -143,6 +145,15 @@ def may_call(inst: Instruction) -> bool:
             or "calls=" in tail or "to_apply=" in tail)
 
 
+def _whiles_by_computation(module: Module) -> dict[str, list[tuple[Computation, Instruction]]]:
+    """The while instructions of each computation, in order (from the module's memoized opcode index, so a
+    subgraph of a few computations does not look at every instruction of the others)."""
+    out: dict[str, list[tuple[Computation, Instruction]]] = {}
+    for comp, inst in module.with_opcode("while"):
+        out.setdefault(comp.name, []).append((comp, inst))
+    return out
+
+
 def _adjacency(module: Module, computations: frozenset[str] | None = None):
     """Node and edge dicts for operand and control edges, built in plain dicts in one pass (the hot part),
     and the instructions that may call computations.
@@ -156,10 +167,11 @@ def _adjacency(module: Module, computations: frozenset[str] | None = None):
     succ: dict[Node, dict] = {}
     pred: dict[Node, dict] = {}
     callers: list[tuple[Computation, Instruction]] = []  # for the call edges, added once all nodes exist
+    whiles = _whiles_by_computation(module) if computations is not None else {}
     for comp in module.computations:
         cname = comp.name
         if computations is not None and cname not in computations:
-            callers.extend((comp, inst) for inst in comp.instructions if inst.opcode == "while")
+            callers.extend(whiles.get(cname, ()))
             continue
         for inst in comp.instructions:
             target = (cname, inst.name)
