@@ -11,7 +11,7 @@ from hloscan.hlo.ir import Computation, Instruction, Module, Shape, resolve_oper
 from hloscan.hlo.values import ShapeError, hlo_int
 from hloscan.hlo.errors import HloSyntaxError
 from hloscan.hlo.shapes import parse_shape
-from hloscan.hlo.signature import parse_computation_layout
+from hloscan.hlo.signature import parse_aliases, parse_computation_layout, parse_donors
 
 # §7.1: every opcode XLA knows, in its text spelling.
 KNOWN_OPCODES = frozenset("""
@@ -101,7 +101,8 @@ KNOWN_SPECIFIC_ATTRS = frozenset(set().union(*(a for a, _ in OPCODE_ATTRS.values
 
 # Minimum operand counts XLA's parser enforces for opcodes seen with none.
 MIN_OPERANDS = {"conditional": 1, "reduce-window": 2, "rng-bit-generator": 1, "dynamic-reshape": 1,
-                "async-update": 1, "async-done": 1, "get-tuple-element": 1, "reshape": 1}
+                "async-update": 1, "async-done": 1, "get-tuple-element": 1, "reshape": 1,
+                "scatter": 3, "dynamic-update-slice": 2}
 
 
 API_VERSIONS = frozenset({"API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
@@ -168,6 +169,16 @@ def _check_entry_layout(module: Module) -> None:
         raise _Reject(f"entry_computation_layout: {message}", module.line, 1) from None
 
 
+def _check_header_aliases(module: Module) -> None:
+    """The header's input_output_alias and buffer_donor name parameters by int64 numbers (hlo_int raises
+    for wider ones; validate_module positions the number)."""
+    for alias in parse_aliases(module.attr("input_output_alias")):
+        if alias.kind not in ("may-alias", "must-alias"):
+            raise _Reject(f"input_output_alias: unknown alias kind '{alias.kind}' (may-alias or must-alias)",
+                          module.line, 1)
+    parse_donors(module.attr("buffer_donor"))
+
+
 def _at(node: Instruction | Computation, message: str) -> _Reject:
     return _Reject(message, node.line, node.col)
 
@@ -175,6 +186,7 @@ def _at(node: Instruction | Computation, message: str) -> _Reject:
 def _check_module(module: Module, thorough: bool) -> None:
     single = not module.has_header and module.name == "single_instruction"
     _check_entry_layout(module)
+    _check_header_aliases(module)
     seen: dict[str, Computation] = {}
     entries = 0
     for comp in module.computations:
@@ -227,6 +239,23 @@ def _check_computation(comp: Computation, single: bool) -> None:
             _check_opcode(inst)
         elif opcode in min_operands:
             _check_operand_count(inst)
+            if opcode == "get-tuple-element":
+                _check_tuple_index(inst, defined)
+
+
+def _check_tuple_index(inst: Instruction, defined: dict[str, Instruction]) -> None:
+    """A get-tuple-element's `index=` is a tuple index: an integer within the operand's elements (XLA's
+    parser reads an int64 and shape inference bounds it). The fast path keeps attributes as text, so a
+    malformed one would otherwise reach the analyses (found by fuzzing: `index=1e99999`, `index="0"`)."""
+    raw = inst.attr("index")
+    if raw is None:
+        return  # reported as a missing attribute by the thorough checks
+    if not raw.isdigit() or len(raw) > 19:
+        raise _at(inst, f"expects integer for attribute index, found '{raw[:24]}'")
+    op = inst.operands[0]
+    shape = op.shape if op.shape is not None else getattr(defined.get(op.name or ""), "shape", None)
+    if shape is not None and shape.is_tuple and int(raw) >= len(shape.tuple_shapes):
+        raise _at(inst, f"tuple index {raw} out of bounds for %{op.name} ({len(shape.tuple_shapes)} elements)")
 
 
 def _check_predecessors(inst: Instruction, defined: dict[str, Instruction]) -> None:
