@@ -250,7 +250,7 @@ def _check_tuple_index(inst: Instruction, defined: dict[str, Instruction]) -> No
     raw = inst.attr("index")
     if raw is None:
         return  # reported as a missing attribute by the thorough checks
-    if not raw.isdigit() or len(raw) > 19:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19:
         raise _at(inst, f"expects integer for attribute index, found '{raw[:24]}'")
     op = inst.operands[0]
     shape = op.shape if op.shape is not None else getattr(defined.get(op.name or ""), "shape", None)

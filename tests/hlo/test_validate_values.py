@@ -23,6 +23,7 @@ ENTRY %main (p: (f32[4], f32[4])) -> f32[4] {
     ("1e99999", "expects integer for attribute index, found '1e99999'"),
     ('"0"', "expects integer for attribute index"),
     ("-9223372036854775809", "expects integer for attribute index"),
+    ("\u00b2", "expects integer for attribute index"),  # a digit to str.isdigit, not to int() nor XLA
     ("2", "tuple index 2 out of bounds for %p (2 elements)"),
 ])
 def test_a_tuple_index_must_be_an_index_of_the_operand(index, message, strict):
