@@ -450,3 +450,20 @@ def test_the_api_keeps_the_input_memory_kinds_of_a_jax_object() -> None:
     assert "HLO102" in codes
     from hloscan.hlo.jax_input import with_host_parameters
     assert "f32[256,512]{1,0:S(5)}" in with_host_parameters(JAX_TEXT, (0,)).splitlines()[0]
+
+
+def test_an_internal_error_is_one_line_and_exit_3_not_a_traceback(monkeypatch) -> None:
+    # Whatever a command did not foresee (here: the HBM analysis raising) ends in a message naming the
+    # exception and where it came from, and exit 3, which CI can tell from findings (1) and bad input (2).
+    from click.testing import CliRunner
+
+    from hloscan.cli import hbm, main
+
+    def broken(*args, **kwargs):
+        raise ValueError("invalid literal for int() with base 10: '1e99999'")
+
+    monkeypatch.setattr(hbm, "analyze_modules", broken)
+    result = CliRunner().invoke(main, ["hbm", str(DEMO)], catch_exceptions=False)
+    assert result.exit_code == 3
+    assert "hloscan: internal error: ValueError: invalid literal" in result.output
+    assert "test_trust_edges.py:" in result.output and "Traceback" not in result.output

@@ -75,14 +75,19 @@ def run_checks(module: Module, path: str, checks: Iterable[type[Check]], options
     return sorted(findings, key=Finding.sort_key)
 
 
-def _crash_finding(check: type[Check], module: Module, path: str, exc: Exception) -> Finding:
+def exception_text(exc: BaseException) -> str:
+    """`ValueError: ... at liveness.py:398`: an exception and the line that raised it, in one line."""
     where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     origin = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
+    return f"{type(exc).__name__}: {exc}{origin}"
+
+
+def _crash_finding(check: type[Check], module: Module, path: str, exc: Exception) -> Finding:
     return Finding(
         code="HLO900",
         name="check-crashed",
         severity=Severity.ERROR,
-        message=f"check {check.code} ({check.name}) crashed: {type(exc).__name__}: {exc}{origin}",
+        message=f"check {check.code} ({check.name}) crashed: {exception_text(exc)}",
         span=Span(path, module.line, 1),
         module=module.name,
         hint="The analysis of this module is incomplete; please report this with the dump.",
