@@ -452,18 +452,25 @@ def test_the_api_keeps_the_input_memory_kinds_of_a_jax_object() -> None:
     assert "f32[256,512]{1,0:S(5)}" in with_host_parameters(JAX_TEXT, (0,)).splitlines()[0]
 
 
-def test_an_internal_error_is_one_line_and_exit_3_not_a_traceback(monkeypatch) -> None:
-    # Whatever a command did not foresee (here: the HBM analysis raising) ends in a message naming the
-    # exception and where it came from, and exit 3, which CI can tell from findings (1) and bad input (2).
-    from click.testing import CliRunner
-
-    from hloscan.cli import hbm, main
+def test_an_internal_error_is_one_line_and_exit_3_not_a_traceback(monkeypatch, capsys) -> None:
+    # Whatever a command did not foresee (here: the HBM analysis raising) ends, at the console entry, in a
+    # message naming the exception and where it came from, and exit 3, which CI can tell from findings (1)
+    # and bad input (2).
+    import hloscan.cli as cli
+    from hloscan.cli import hbm
 
     def broken(*args, **kwargs):
         raise ValueError("invalid literal for int() with base 10: '1e99999'")
 
+    def exit_with(code):
+        raise SystemExit(code)
+
     monkeypatch.setattr(hbm, "analyze_modules", broken)
-    result = CliRunner().invoke(main, ["hbm", str(DEMO)], catch_exceptions=False)
-    assert result.exit_code == 3
-    assert "hloscan: internal error: ValueError: invalid literal" in result.output
-    assert "test_trust_edges.py:" in result.output and "Traceback" not in result.output
+    monkeypatch.setattr(cli.os, "_exit", exit_with)
+    monkeypatch.setattr(sys, "argv", ["hloscan", "hbm", str(DEMO)])
+    with pytest.raises(SystemExit) as stop:
+        cli.run()
+    err = capsys.readouterr().err
+    assert stop.value.code == 3
+    assert "hloscan: internal error: ValueError: invalid literal" in err
+    assert "test_trust_edges.py:" in err and "Traceback" not in err

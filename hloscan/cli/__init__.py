@@ -9,8 +9,12 @@ import sys
 
 import hloscan.checks  # noqa: F401  (registers every check and rule family before flags are generated)
 from hloscan.cli.main import main
+from hloscan.lint.engine import exception_text
 from hloscan.lint.files import OutputError
 from hloscan.cli import check, confirm, explain, graph, hbm, layout, report, rules, vmem  # noqa: F401,E402  (each adds its commands)
+
+
+EXIT_INTERNAL = 3  # hloscan itself failed: an exception that no command turned into a message
 
 
 def run() -> None:
@@ -19,7 +23,8 @@ def run() -> None:
     code is the one click chose.
 
     A reader that leaves (`hloscan ... | head`) ends the process as it ends other Unix tools: SIGPIPE, quietly
-    (the shell sees 141), not click's exit 1. A report that cannot be written is a message and exit 2."""
+    (the shell sees 141), not click's exit 1. A report that cannot be written is a message and exit 2; an
+    exception no command turned into a message (a bug) is one line naming it, and exit 3."""
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
@@ -30,6 +35,10 @@ def run() -> None:
     except OutputError as exc:
         print(f"hloscan: {exc}", file=sys.stderr)
         code = 2
+    except Exception as exc:  # noqa: BLE001 - a traceback is never what a user should see
+        print(f"hloscan: internal error: {exception_text(exc)}. This is a bug in hloscan, not in your input: "
+              "please report it with the command and the input.", file=sys.stderr)
+        code = EXIT_INTERNAL
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -15,14 +15,13 @@ import click
 from hloscan.lint.scan import Progress
 from hloscan.hlo.loader import LoadedFile, discover, load_file
 from hloscan.lint.config import Config, ConfigError, discover_config, load_config, unknown_selectors
-from hloscan.lint.engine import Selection, exception_text, selected_checks
+from hloscan.lint.engine import Selection, selected_checks
 from hloscan.lint.files import output_problem, printable
 from hloscan.lint.registry import Option, family_options
 from hloscan.version import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT / SIGTERM, as shells report them
-EXIT_INTERNAL = 3  # hloscan itself failed: an exception no check or command turned into a message
 _GROUP_OPTIONS = ("-h", "--help", "--version")
 
 
@@ -54,12 +53,6 @@ class DefaultCheckGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("\nhloscan: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
-            raise
-        except Exception as exc:  # noqa: BLE001 - a traceback is never what a user should see
-            click.echo(f"hloscan: internal error: {exception_text(exc)}. This is a bug in hloscan, not "
-                       "in your input: please report it with the command and the input.", err=True)
-            sys.exit(EXIT_INTERNAL)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
