@@ -261,3 +261,26 @@ def test_a_weight_gradient_is_whole_when_the_weights_are_and_split_when_they_are
     assert shard_factors(dp)[(dp.entry.name, "g")].pieces == 1
     fsdp = parse_module(WEIGHT_GRADIENT.replace("{W}", "{devices=[4,1]<=[4]}"))
     assert shard_factors(fsdp)[(fsdp.entry.name, "g")].pieces == 4
+
+
+ZEROS_THEN_CONSTRAINT = """HloModule m, num_partitions=4
+
+ENTRY %main (x: f32[64,1024]) -> f32[64,1024] {
+  %x = f32[64,1024]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  %zero = f32[] constant(0)
+  %z = f32[64,1024]{1,0} broadcast(%zero), dimensions={}
+  %c = f32[64,1024]{1,0} custom-call(%z), custom_call_target="Sharding", sharding={devices=[4,1]<=[4]}
+  ROOT %y = f32[64,1024]{1,0} add(%x, %c)
+}
+"""
+
+
+def test_zeros_a_sharding_annotation_reads_are_created_split():
+    # XLA propagates the annotation backward to the broadcast: no device ever holds the whole zeros.
+    module = parse_module(ZEROS_THEN_CONSTRAINT)
+    splits = shard_factors(module)
+    assert splits[(module.entry.name, "z")] == Split(4, (4, 1))
+    # A broadcast of data (not of a scalar) keeps its own propagation.
+    other = parse_module(ZEROS_THEN_CONSTRAINT.replace("%zero = f32[] constant(0)", "%zero = f32[1024]{0} constant({...})")
+                         .replace("broadcast(%zero), dimensions={}", "broadcast(%zero), dimensions={1}"))
+    assert shard_factors(other)[(other.entry.name, "z")].pieces == 1
