@@ -67,8 +67,11 @@ ORACLE = FIXTURES / "oracle_new"
 # that a sharding annotation reads is created split (its zero-filled 192G state was 24G per device). The v7x
 # beam search of sharded8 had leaned on its cache's zeros counted whole: +11% (E1000) -> -15% (ok, an OOM
 # missed): sharded8 24 -> 23 and 35 -> 34.
+# sharded9 (16 more kinds, held out, compiled after the freeze at e76b444, scored once on it): 21/31 and 24/31 with
+# one false error (that mLSTM loop); with the broadcast rule above 21/31 and 26/31, no false error.
 FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 34, 34), "sharded4": (34, 38, 40),
-          "sharded5": (29, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36)}
+          "sharded5": (29, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36),
+          "sharded9": (21, 26, 31)}
 
 
 def _report_total(case: Path) -> int | None:
