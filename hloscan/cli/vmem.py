@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from hloscan.analyses.vmem.estimate import BlockEstimate
-from hloscan.analyses.vmem.kernels import (TPU_CUSTOM_CALL, Kernel, estimate_json, estimate_module, figure_label, hint_text, limit_label,
-                                           mib)
+from hloscan.analyses.vmem.kernels import (TPU_CUSTOM_CALL, Kernel, estimate_json, estimate_module, figure_label,
+                                           hint_text, limit_label, mib)
 from hloscan.cli import pictures
 from hloscan.cli.confirm import (EXACT_NOTE, confirm_options, exact_by_kernel, exact_json, exact_text,
                                  exact_tpu_python)

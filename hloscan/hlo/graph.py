@@ -59,11 +59,11 @@ def neighbourhood_graph(module: Module, centre: Node, depth: int) -> nx.DiGraph:
     operand of one, a parameter or a ROOT, and the computations it may reach are named by `_beyond`."""
     computations = {centre[0]}
     callers: dict[str, list[tuple[Computation, Instruction]]] | None = None
+    entry = module.entry.name
     while True:
         graph = build_graph(module, frozenset(computations))
         near = _within(graph, centre, depth - 1)
         # Only a called computation's parameters and ROOT lead to its call sites: nothing calls the ENTRY.
-        entry = module.entry.name
         needs_callers = any(node[0] != entry and _is_parameter_or_root(module, node) for node in near)
         if needs_callers and callers is None:
             callers = _callers_by_callee(module)

@@ -253,7 +253,7 @@ def _check_tuple_index(inst: Instruction, defined: dict[str, Instruction]) -> No
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 19:
         raise _at(inst, f"expects integer for attribute index, found '{raw[:24]}'")
     op = inst.operands[0]
-    shape = op.shape if op.shape is not None else getattr(defined.get(op.name or ""), "shape", None)
+    shape = resolve_operand_shape(op, defined)
     if shape is not None and shape.is_tuple and int(raw) >= len(shape.tuple_shapes):
         raise _at(inst, f"tuple index {raw} out of bounds for %{op.name} ({len(shape.tuple_shapes)} elements)")
 

@@ -243,7 +243,8 @@ class Simulator:
             return [self._new(inst, comp, s, p if p is not None else WHOLE, index + (k,))
                     for k, (s, p) in enumerate(zip(shape.tuple_shapes, parts))]
         vid = self.uf.add()
-        size = self._device_bytes(shape, split, _dot_minor_dims(inst, shape) if self.predict else ()) if shape.is_array else 0
+        minor = _dot_minor_dims(inst, shape) if self.predict else ()  # a scheduled dump's layouts are printed
+        size = self._device_bytes(shape, split, minor) if shape.is_array else 0
         self.values.append(Value(vid, inst, comp, shape, size, shape.memory_space, self.position,
                                  split=split if isinstance(split, Split) else None, index=index))
         return vid

@@ -238,11 +238,8 @@ class Propagation:
             producer = comp.by_name.get(operand.name or "")
             if producer is None or operand.tuple_index or not isinstance(state[k], Split):
                 continue
-            current = env.get(producer.name)
-            if isinstance(current, Split) and current.pieces < state[k].pieces and producer.opcode in (
-                    "broadcast", "constant", "iota", "copy"):
-                env[producer.name] = state[k]
-                self.factors[(comp.name, producer.name)] = state[k]
+            if producer.opcode in ("broadcast", "constant", "iota", "copy"):
+                self._split_further(comp, env, producer, state[k])
 
     def _split_filled_producer(self, comp: Computation, env: dict[str, Factor], name: str | None,
                                split: Factor) -> None:
@@ -253,9 +250,15 @@ class Propagation:
         producer = comp.by_name.get(name or "")
         if producer is None or not isinstance(split, Split) or producer.opcode not in ("broadcast", "iota"):
             return
-        source = comp.operand_shape(producer, 0) if producer.opcode == "broadcast" else None
-        if producer.opcode == "broadcast" and (source is None or not source.is_array or source.dims):
-            return
+        if producer.opcode == "broadcast":
+            source = comp.operand_shape(producer, 0)
+            if source is None or not source.is_array or source.dims:
+                return  # a broadcast of data keeps the split propagated from its operand
+        self._split_further(comp, env, producer, split)
+
+    def _split_further(self, comp: Computation, env: dict[str, Factor], producer: Instruction, split: Split) -> None:
+        """A split learnt from a value's reader (backward propagation) replaces the producer's when it has more
+        pieces."""
         current = env.get(producer.name)
         if isinstance(current, Split) and current.pieces < split.pieces:
             env[producer.name] = split
@@ -562,7 +565,7 @@ def _float_parameters_replicated(module: Module) -> bool:
             continue
         size = math.prod(shape.dims or (1,))
         shardings = parse_sharding(inst.attr("sharding")) or []
-        if any(s.kind == "tiled" and s.tiles and math.prod(s.tiles) > 1 for s in shardings):
+        if any(s.kind == "tiled" and s.shards > 1 for s in shardings):
             split += size
         else:
             whole += size
