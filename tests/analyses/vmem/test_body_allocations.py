@@ -129,9 +129,9 @@ def test_a_slice_read_after_a_store_is_hoisted_above_it() -> None:
 
 def _held_ratios() -> list[float]:
     """The compiler's figure minus the exact part (windows, scratch, body allocations), over the held-value
-    allowance, for every accepted single-kernel case of user1..user4 that gets one."""
+    allowance, for every accepted single-kernel case of user1..user7 that gets one."""
     ratios = []
-    for folder in ("user1", "user2", "user3", "user4"):
+    for folder in ("user1", "user2", "user3", "user4", "user5", "user6", "user7"):
         root = USER1.parent / folder
         manifest = {r["case"]: r for r in tsv_rows(root / "MANIFEST.tsv")}
         for case, rows in rows_by_case(root / "LLO_BREAKDOWN.tsv").items():
