@@ -138,6 +138,10 @@ def validate_module(module: Module, text: str, path: str | None, thorough: bool,
             _check_module(module, thorough)
         except ValueError as exc:  # an integer no 64-bit field holds (int() refuses > 4300 digits too)
             raise _huge_integer(text, line_offset, exc) from None
+        except RecursionError:  # a shape nested hundreds deep in an attribute (the fast path skips check_nesting)
+            from hloscan.hlo.parser import check_nesting
+            check_nesting(text, path, line_offset)  # raises at the first bracket too deep
+            raise _Reject("nesting too deep to parse", module.line, 1) from None
     except _Reject as exc:
         lines = text.split("\n")
         index = exc.line - line_offset - 1
@@ -224,6 +228,8 @@ def _check_computation(comp: Computation, single: bool) -> None:
             attrs_text = inst.attrs_text
             if attrs_text and "control-predecessors" in attrs_text:
                 _check_predecessors(inst, defined)
+            if attrs_text and "output_to_operand_aliasing" in attrs_text:
+                _check_operand_aliasing(inst)
         name = inst.name
         if name in defined:
             raise _at(inst, f"instruction %{name} is defined twice")
@@ -256,6 +262,13 @@ def _check_tuple_index(inst: Instruction, defined: dict[str, Instruction]) -> No
     shape = resolve_operand_shape(op, defined)
     if shape is not None and shape.is_tuple and int(raw) >= len(shape.tuple_shapes):
         raise _at(inst, f"tuple index {raw} out of bounds for %{op.name} ({len(shape.tuple_shapes)} elements)")
+
+
+def _check_operand_aliasing(inst: Instruction) -> None:
+    """`output_to_operand_aliasing` names operands by int64 numbers, as input_output_alias names parameters
+    (parse_aliases raises for wider ones; validate_module positions the number). Found by fuzzing: a 5000-digit
+    operand number reached the HBM checks."""
+    parse_aliases(inst.attr("output_to_operand_aliasing"))
 
 
 def _check_predecessors(inst: Instruction, defined: dict[str, Instruction]) -> None:

@@ -686,7 +686,8 @@ class _NameUniquer:
 
     def get(self, name: str) -> str:
         base, dot, suffix = name.rpartition(".")
-        numbered = bool(dot) and bool(base) and suffix.isdigit()
+        # XLA reads the suffix with absl::SimpleAtoi into an int64: one that does not fit leaves the name whole.
+        numbered = bool(dot) and bool(base) and suffix.isascii() and suffix.isdigit() and len(suffix) <= 19 and int(suffix) < 2**63
         if not numbered:
             base, number = name, 0
         else:
