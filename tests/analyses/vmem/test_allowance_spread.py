@@ -105,6 +105,7 @@ COVERAGE_FLOORS = {
     "user5": (62, 70),
     "user6": (26, 26),
     "user7": (58, 63),
+    "user8": (52, 54),  # held out: compiled after the freeze at 10a704a, not part of the spreads' measurement
 }
 
 

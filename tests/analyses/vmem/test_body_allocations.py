@@ -163,7 +163,10 @@ def test_held_value_spread_is_the_measured_one() -> None:
 # before-optimisation dump): 54/127 and 20/23, with the DMA-wait rule added after that scoring; its one
 # false error is tokamax's f32 attention on v5p (+113%, the exp2 score rule does not apply).
 FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
-          "user2": {"within": (54, 127), "errors": (20, 23), "false": 1}}
+          "user2": {"within": (54, 127), "errors": (20, 23), "false": 1},
+          # user8 (held out, compiled after the freeze at 10a704a, scored once): the false error is a soft Dice
+          # kernel on v5p estimated 3% over the compiler's figure, which sat 1% under its 16 MiB limit.
+          "user8": {"within": (17, 54), "errors": (17, 18), "false": 1}}
 
 
 def _cases(root: Path):
