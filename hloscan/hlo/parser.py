@@ -13,6 +13,7 @@ from hloscan.hlo.fastpath import FastPathUnsupported, parse_module_fast
 from hloscan.hlo.gcpause import gc_paused
 from hloscan.hlo.ir import Module
 from hloscan.hlo.mlir_input import reject_mlir
+from hloscan.hlo.nesting import check_nesting
 from hloscan.hlo.shapes import parse_fragment, parse_shape
 from hloscan.hlo.values import ShapeError
 from hloscan.hlo.validate import validate_module
@@ -94,33 +95,6 @@ def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -
         raise HloSyntaxError(exc.message, exc.line + line_offset, exc.col, source, path) from None
     except RecursionError:
         raise HloSyntaxError("nesting too deep to parse", 1 + line_offset, 1, "", path) from None
-
-
-# Deeper bracket nesting than any dump needs (tuple shapes, literals and JSON nest a dozen levels). Lark's
-# LALR stack costs ~250 bytes per open bracket, so 1 MB of `(` took 250 MB and 4 s before failing; past
-# this depth we stop early with a positioned error instead (found by fuzzing).
-MAX_NESTING = 256
-# Open strings and comments end at the line end or text end, so a run of open quotes stays linear.
-_BRACKETS = re.compile(r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+(?:"|\\?(?=\n|\Z))|/\*[\s\S]*?(?:\*/|\Z)|//[^\n]*|[({\[]|[)}\]]')
-
-
-def check_nesting(text: str, path: str | None, line_offset: int = 0) -> None:
-    """Raise HLO001 at the first bracket nested deeper than MAX_NESTING (strings and comments skipped)."""
-    if text.count("(") + text.count("{") + text.count("[") <= MAX_NESTING:
-        return
-    depth = 0
-    for m in _BRACKETS.finditer(text):
-        ch = m.group()
-        if ch in "({[":
-            depth += 1
-            if depth > MAX_NESTING:
-                line = text.count("\n", 0, m.start()) + 1
-                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-                source = text.split("\n")[line - 1]
-                raise HloSyntaxError(f"brackets nested more than {MAX_NESTING} deep", line + line_offset, col,
-                                     source, path)
-        elif ch in ")}]":
-            depth = max(0, depth - 1)
 
 
 __all__ = ["HloSyntaxError", "parse_fragment", "parse_module", "parse_shape", "parse_text", "split_modules",

@@ -10,6 +10,7 @@ from hloscan.hlo.attrs import CALL_ATTRS, parse_int_list, parse_name_list, split
 from hloscan.hlo.ir import Computation, Instruction, Module, Shape, resolve_operand_shape
 from hloscan.hlo.values import ShapeError, hlo_int
 from hloscan.hlo.errors import HloSyntaxError
+from hloscan.hlo.nesting import check_nesting
 from hloscan.hlo.shapes import parse_shape
 from hloscan.hlo.signature import parse_aliases, parse_computation_layout, parse_donors
 
@@ -139,7 +140,6 @@ def validate_module(module: Module, text: str, path: str | None, thorough: bool,
         except ValueError as exc:  # an integer no 64-bit field holds (int() refuses > 4300 digits too)
             raise _huge_integer(text, line_offset, exc) from None
         except RecursionError:  # a shape nested hundreds deep in an attribute (the fast path skips check_nesting)
-            from hloscan.hlo.parser import check_nesting
             check_nesting(text, path, line_offset)  # raises at the first bracket too deep
             raise _Reject("nesting too deep to parse", module.line, 1) from None
     except _Reject as exc:
