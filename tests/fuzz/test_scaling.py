@@ -79,7 +79,11 @@ def test_time_grows_linearly(family):
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_memory_is_a_small_multiple_of_input(family):
     large = FAMILIES[family](LARGE)
-    assert peak_memory(large) / len(large) < (DENSE_MEMORY_LIMIT if family in DENSE else MEMORY_LIMIT)
+    # The first parse of an input fills one-time caches (interned shapes, lazily built tables) and, depending
+    # on what ran before it in an xdist worker, garbage a paused collector has not freed: 206x once in CI,
+    # 136x on the next parse. The second figure is the input's own cost.
+    peak = min(peak_memory(large) for _ in range(2))
+    assert peak / len(large) < (DENSE_MEMORY_LIMIT if family in DENSE else MEMORY_LIMIT)
 
 
 # 10 MB inputs take about 11 s in all, so they run on every CI submission.

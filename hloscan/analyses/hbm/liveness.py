@@ -442,7 +442,8 @@ class Simulator:
                 deps = self._hoist_convert(inst, deps)
             return Virtual(inst, comp, inst.shape, here, deps)
         for t in operands:
-            if self.predict and op in ("custom-call", "sort", "all-reduce", "all-gather", "all-to-all"):
+            if self.predict and (op in ("custom-call", "sort", "all-reduce", "all-gather", "all-to-all")
+                                 or op == "topk" and _sorted_topk(comp.operand_shape(inst, 0), inst)):
                 self._use(self._materialize(t))
             else:
                 self._use(t)
@@ -450,6 +451,8 @@ class Simulator:
         if shared is not None:
             return shared
         shape = self._output_fused_shape(comp, inst) if self.predict and op == "dot" else inst.shape
+        if self.predict and op == "topk" and operands:
+            self._sort_of_topk(comp, inst, operands[0], here)
         tree = self._new(inst, comp, shape) if shape is not None else []
         if op == "constant":
             self.constant_ids.update(self._leaves(tree))
@@ -457,6 +460,20 @@ class Simulator:
             for vid in self._leaves(tree):
                 self.copy_reads[vid] = frozenset(self._leaves(operands[0]))
         return tree
+
+    def _sort_of_topk(self, comp: Computation, inst: Instruction, operand: Tree, here: int) -> None:
+        """The TPU compiler turns a top-k it cannot give its TopK kernel (operands of rank 3 or more, or a row
+        not much longer than k) into a sort of the whole operand beside an s32 iota, then slices k: two
+        operand-sized buffers for the sort's outputs, live while it runs (a kNN memory's top-32 of
+        f32[16, 16, 2048, 32768] scores held 3 x 16G per device on v6e, sharded10)."""
+        shape = comp.operand_shape(inst, 0)
+        if not _sorted_topk(shape, inst):
+            return
+        leaves = self._leaves(operand)
+        split = self.values[leaves[0]].split if leaves else None
+        for element in (shape.element_type, "s32"):
+            vid = self._new(inst, comp, Shape(element, shape.dims), split or WHOLE)
+            self.values[vid].last_use = here
 
     def _output_fused_shape(self, comp: Computation, inst: Instruction) -> Shape | None:
         """A dot's shape as XLA's output fusion writes masked scores: when the elementwise chain that alone
@@ -919,6 +936,16 @@ class Simulator:
     def _copied_values(self, members: list[Value]) -> frozenset[int]:
         """The values the copies among `members` read (their operands' leaves)."""
         return frozenset(vid for v in members for vid in self.copy_reads.get(v.id, ()))
+
+
+def _sorted_topk(shape: Shape | None, inst: Instruction) -> bool:
+    """Whether a top-k is compiled as a whole sort (measured on the TPU compiler's dumps: rank >= 3 always,
+    [16, 2048] k=256 and [2048, 400] k=100 too; [256, 32000] k=4 and [2048, 2097152] k=100 use TopK, which
+    fuses its operand's producer)."""
+    if shape is None or not shape.is_array or not shape.dims:
+        return False
+    k = int(inst.attr("k", "0") or 0)
+    return len(shape.dims) >= 3 or shape.dims[-1] <= 8 * max(k, 1)
 
 
 def _compiled_layout(shape: Shape | None, layout: Shape) -> Shape | None:

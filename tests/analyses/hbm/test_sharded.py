@@ -71,11 +71,14 @@ ORACLE = FIXTURES / "oracle_new"
 # one false error (that mLSTM loop); with the broadcast rule above 21/31 and 26/31, no false error.
 FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 34, 34), "sharded4": (34, 38, 40),
           "sharded5": (29, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36),
-          "sharded9": (21, 26, 31), "sharded10": (20, 28, 32)}
+          "sharded9": (21, 26, 31), "sharded10": (22, 29, 32)}
 # sharded10 (16 more kinds, held out, compiled after the freeze at 10a704a, scored once on it): 20/32 and 28/32 with
-# one false error, a v7x Memorizing Transformer (+307%: its approximate top-k over a 32k-entry memory), kept as
-# it was measured until its cause is fixed.
-FALSE_ERRORS = {"sharded10": 1}
+# one false error, a v7x Memorizing Transformer (+307%: its approximate top-k over a 32k-entry memory). Then:
+# top-k, sort and PartialReduce keep their operand's split on the dims they do not work along, zeros and iotas
+# read by one op of their dims (a scatter through its batching dims) are created split like it, and a top-k the
+# compiler sorts whole holds two operand-sized buffers: that program +307% -> +8%, its v6e twin +33% -> 0%
+# (an OOM, now by its three 16G sort buffers): 22/32 and 29/32, no false error; sharded1-9 unchanged.
+FALSE_ERRORS: dict[str, int] = {}
 
 
 def _report_total(case: Path) -> int | None:
@@ -166,3 +169,17 @@ def test_temporaries_in_donated_argument_buffers_after_optimization(case: str) -
                  key=lambda r: r.xla_total_bytes)
     want = _report_total(path)
     assert abs(result.xla_total_bytes - want) <= 0.02 * want, (result.xla_total_bytes, want)
+
+
+def test_top_k_over_a_sharded_memory_is_split_and_sorted_whole() -> None:
+    """A kNN memory's top-32 of [batch, heads, queries, 32768] scores split by batch: exact top-k is sorted whole
+    (scores, sorted values and s32 indices: 3 x 16G per device on v6e), the approximate one reads an iota split like
+    its scores; counted whole, the iota alone was 128G on one v7x device (a false E1000)."""
+    for case, generation in (("v6e__programs__memorizing_d2k_l16_fsdp_full_b16_s2k_m32k", "v6e"),
+                             ("v7x__programs__memorizing_d4k_l24_fsdp_full_b16_s2k_m32k_approx", "v7x")):
+        path = ORACLE / "sharded10" / case
+        before = _stage(path, "before_optimizations")
+        (r,) = [max(analyze_modules(load(before), str(before), generation, use_reports=False),
+                    key=lambda r: r.xla_total_bytes)]
+        want = _report_total(path)
+        assert abs(r.xla_total_bytes - want) <= 0.10 * want, (case, r.xla_total_bytes, want)
