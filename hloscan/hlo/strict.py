@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from lark import Token, Tree
 
 from hloscan.hlo.attrs import strip_comments_and_space
@@ -9,6 +11,9 @@ from hloscan.hlo.grammar import parser
 from hloscan.hlo.ir import LITERAL_OPCODES, Computation, Instruction, Module, Operand, Parameter, StackFrameTables
 from hloscan.hlo.transform import shape_from_tree
 from hloscan.hlo.values import ShapeError, hlo_int
+
+# A word in operand position (`true`, `nan`) is a name reference, not a literal.
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
 
 def parse_module_strict(text: str, path: str | None = None, line_offset: int = 0) -> Module:
@@ -214,6 +219,10 @@ class _Builder:
             return Operand(name, shape, tuple(index))
         if kind == "operand_shape_only":
             return Operand(None, shape_from_tree(node.children[0]), (), raw)
+        if _BARE_WORD.fullmatch(raw.strip()):
+            # `negate(true)`: the grammar reads the word as a literal, the fast path (and XLA, whose operand
+            # list takes names only) as a name, which no instruction defines: both paths say so (found by fuzzing).
+            return Operand(raw.strip(), None, ())
         return Operand(None, None, (), raw)
 
     def single_instruction(self, node: Tree) -> Module:
