@@ -166,7 +166,11 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           "user2": {"within": (54, 127), "errors": (20, 23), "false": 1},
           # user8 (held out, compiled after the freeze at 10a704a, scored once): the false error is a soft Dice
           # kernel on v5p estimated 3% over the compiler's figure, which sat 1% under its 16 MiB limit.
-          "user8": {"within": (17, 54), "errors": (17, 18), "false": 1}}
+          "user8": {"within": (17, 54), "errors": (17, 18), "false": 1},
+          # user9 (held out, compiled after the freeze at b57c6c7, scored once): the 6 errors missed are kernels
+          # whose spill the body model does not see (2:4 pruning's rolled partners, a Fourier-feature MLP's dot
+          # chain, bit packing, squeeze-excite, stream compaction's permutation matmul, batch-hard triplets).
+          "user9": {"within": (14, 57), "errors": (9, 15), "false": 0}}
 
 
 def _cases(root: Path):
