@@ -107,6 +107,7 @@ COVERAGE_FLOORS = {
     "user7": (58, 63),
     "user8": (52, 54),  # held out: compiled after the freeze at 10a704a, not part of the spreads' measurement
     "user9": (43, 57),  # held out: compiled after the freeze at b57c6c7 (windows of operands MSA prefetched whole)
+    "user10": (29, 34),  # held out: compiled after the freeze at e487566 (b57c6c7's VMEM model)
 }
 
 

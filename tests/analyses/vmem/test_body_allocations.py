@@ -170,7 +170,12 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # user9 (held out, compiled after the freeze at b57c6c7, scored once): the 6 errors missed are kernels
           # whose spill the body model does not see (2:4 pruning's rolled partners, a Fourier-feature MLP's dot
           # chain, bit packing, squeeze-excite, stream compaction's permutation matmul, batch-hard triplets).
-          "user9": {"within": (14, 57), "errors": (9, 15), "false": 0}}
+          "user9": {"within": (14, 57), "errors": (9, 15), "false": 0},
+          # user10 (held out, compiled after the freeze at e487566, whose VMEM model is b57c6c7's, scored once): the
+          # false errors are a v6e Hamming kNN (+35%: int8 popcount matmul spill counted whole) and a v7x RMSprop
+          # step whose 48 MiB the compiler placed from offset 0 of a scoped region XLA started at 16 MiB (its
+          # limit was offset + size), which the before-optimisation dump does not show.
+          "user10": {"within": (7, 34), "errors": (11, 14), "false": 2}}
 
 
 def _cases(root: Path):
