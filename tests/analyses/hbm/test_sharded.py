@@ -71,13 +71,16 @@ ORACLE = FIXTURES / "oracle_new"
 # one false error (that mLSTM loop); with the broadcast rule above 21/31 and 26/31, no false error.
 FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 34, 34), "sharded4": (34, 38, 40),
           "sharded5": (29, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36),
-          "sharded9": (21, 26, 31), "sharded10": (22, 29, 32)}
+          "sharded9": (21, 26, 31), "sharded10": (22, 29, 32), "sharded11": (26, 31, 32)}
 # sharded10 (16 more kinds, held out, compiled after the freeze at 10a704a, scored once on it): 20/32 and 28/32 with
 # one false error, a v7x Memorizing Transformer (+307%: its approximate top-k over a 32k-entry memory). Then:
 # top-k, sort and PartialReduce keep their operand's split on the dims they do not work along, zeros and iotas
 # read by one op of their dims (a scatter through its batching dims) are created split like it, and a top-k the
 # compiler sorts whole holds two operand-sized buffers: that program +307% -> +8%, its v6e twin +33% -> 0%
 # (an OOM, now by its three 16G sort buffers): 22/32 and 29/32, no false error; sharded1-9 unchanged.
+# sharded11 (16 more kinds, held out, compiled after the freeze at b57c6c7, scored once on it): 26/32 and 31/32, no
+# false E1000, all 11 OOMs flagged; the one disagreement is a warning within the stated error (a v7x circular
+# pipeline, +24%); after optimization within 5% 31/32.
 FALSE_ERRORS: dict[str, int] = {}
 
 
