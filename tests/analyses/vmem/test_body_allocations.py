@@ -127,6 +127,21 @@ def test_a_slice_read_after_a_store_is_hoisted_above_it() -> None:
     assert body.across_peak_bytes <= 8 * 1024 * 4
 
 
+def test_a_value_stored_whole_before_its_reduction_is_read_back_not_held() -> None:
+    """A Hamming kNN stores its i32[1024, 2048] distance block, then reduces it and compares it with the row
+    minimum: the compiler reads the block back from its output window (1.42 MiB of spill, not 8 MiB). Soft-capped
+    logits stored only after their logsumexp are kept whole (3.9 MiB of spill)."""
+    stored_first = _kernel_in(FIXTURES / "oracle_new" / "user10", "v6e__pallas__hamming_d1024_1024x2048").body
+    stored_after = _kernel_in(FIXTURES / "oracle_new" / "user6", "v6e__pallas__softcap_lse_f32_32x32768").body
+    assert stored_first.held_peak_bytes <= 64 * 1024  # the (1024, 1) row minima, not the 8 MiB block
+    assert stored_after.held_peak_bytes == 32 * 32768 * 4
+
+
+def _kernel_in(root: Path, case: str):
+    (comp, inst), = list(tpu_custom_calls(_module(case, root)))
+    return read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config"))))
+
+
 def _held_ratios() -> list[float]:
     """The compiler's figure minus the exact part (windows, scratch, body allocations), over the held-value
     allowance, for every accepted single-kernel case of user1..user7 that gets one."""
@@ -176,6 +191,9 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # step whose 48 MiB the compiler placed from offset 0 of a scoped region XLA started at 16 MiB (its
           # limit was offset + size), which the before-optimisation dump does not show.
           "user10": {"within": (7, 34), "errors": (11, 14), "false": 2}}
+# Then (after all three were scored): a value stored whole before a reduction over it is read back from its ref,
+# not held: user10 7 -> 9/34 within 5%, the Hamming kNN's false error gone; every other folder unchanged in count.
+FLOORS["user10"] = {"within": (9, 34), "errors": (11, 14), "false": 1}
 
 
 def _cases(root: Path):
