@@ -206,6 +206,11 @@ def _parallel(tasks, options, severities, strict, jobs, bar) -> list:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
+    # The pool's feeder thread may still write to a killed worker's pipe. With SIGPIPE at its default (the CLI
+    # sets it so that `hloscan ... | head` ends quietly) that write killed the whole process: Ctrl-C exited
+    # -13 instead of 130, once in CI. Ignored, the write fails in that thread and the stop goes on.
+    if hasattr(signal, "SIGPIPE") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     kill = getattr(pool, "kill_workers", None)  # Python 3.14+
     if kill is not None:
         kill()
