@@ -221,7 +221,9 @@ def parse_int_list(raw: str | None) -> list[int] | None:
         return None
 
 
-_NAME = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
+# An instruction or computation name as XLA's lexer reads it (the fast path, the strict builder and this module).
+NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_NAME = re.compile(r"%?(" + NAME + ")")
 
 
 def parse_name_list(raw: str | None) -> list[str]:

@@ -12,7 +12,7 @@ import re
 from itertools import repeat
 
 from hloscan.hlo.forkread import ForkedReader, RowsOf, worth_forking
-from hloscan.hlo.attrs import balanced_counts, closing_bracket, split_attributes, split_top_level
+from hloscan.hlo.attrs import NAME, balanced_counts, closing_bracket, split_attributes, split_top_level
 from hloscan.hlo.ir import (LITERAL_OPCODES, Computation, Instruction, Layout, Module, Operand, Parameter, Shape,
                             StackFrameTables)
 from hloscan.hlo.shapes import parse_shape
@@ -23,7 +23,7 @@ class FastPathUnsupported(Exception):
     """The text is not in the printer's line form; parse it strictly."""
 
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_NAME = NAME
 _INSTRUCTION_HEAD = re.compile(r"([ \t]+)(ROOT[ \t]+)?(%?)(" + _NAME + r")[ \t]+=[ \t]+")
 # An array shape with an optional layout (one level of nested braces covers `P(...)` physical shapes).
 _ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?")

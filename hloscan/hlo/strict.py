@@ -6,14 +6,14 @@ import re
 
 from lark import Token, Tree
 
-from hloscan.hlo.attrs import strip_comments_and_space
+from hloscan.hlo.attrs import NAME, strip_comments_and_space
 from hloscan.hlo.grammar import parser
 from hloscan.hlo.ir import LITERAL_OPCODES, Computation, Instruction, Module, Operand, Parameter, StackFrameTables
 from hloscan.hlo.transform import shape_from_tree
 from hloscan.hlo.values import ShapeError, hlo_int
 
 # A word in operand position (`true`, `nan`) is a name reference, not a literal.
-_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_BARE_WORD = re.compile(NAME)
 
 
 def parse_module_strict(text: str, path: str | None = None, line_offset: int = 0) -> Module:

@@ -254,9 +254,7 @@ class Propagation:
         The zero-filled f32[32, 768, 8, 512, 512] mLSTM state of a v7x generation loop (sharded9) was 24G per
         device, not the whole 192G."""
         producer = comp.by_name.get(name or "")
-        if producer is None or not isinstance(split, Split) or producer.opcode not in ("broadcast", "iota"):
-            return
-        if _filled_from_no_data(comp, producer):
+        if producer is not None and isinstance(split, Split) and _filled_from_no_data(comp, producer):
             self._split_further(comp, env, producer, split)
 
     def _split_filled_operands(self, comp: Computation, env: dict[str, Factor], inst: Instruction,
@@ -283,7 +281,7 @@ class Propagation:
             shape = comp.operand_shape(inst, i)
             if producer is None or operand.tuple_index or shape is None or not shape.is_array:
                 continue
-            if producer.opcode not in ("broadcast", "iota") or not _filled_from_no_data(comp, producer):
+            if not _filled_from_no_data(comp, producer):
                 continue
             if self._reader_count(comp, producer.name) > 1:
                 # Zeros several ops read (a scatter-add's operand and a ReLU's compare) are one value here but
@@ -417,6 +415,8 @@ def _filled_from_no_data(comp: Computation, producer: Instruction) -> bool:
     its operand)."""
     if producer.opcode == "iota":
         return True
+    if producer.opcode != "broadcast":
+        return False
     source = comp.operand_shape(producer, 0)
     if source is None or not source.is_array:
         return False
@@ -466,8 +466,8 @@ def _scatter_batch_split(comp: Computation, inst: Instruction, env: dict) -> Spl
 
 
 def _aligned(inst: Instruction, comp: Computation, operands: list[Factor]) -> Factor | None:
-    """An op without a rule of its own (top-k, sort, an approximate top-k's PartialReduce, other custom calls)
-    whose result leaves have an operand's rank and dims where that operand is split: each leaf keeps the
+    """A top-k, sort or approximate top-k (PartialReduce, TopK) whose result leaves have an operand's rank and
+    dims where that operand is split: each leaf keeps the
     operand's split, as the partitioner keeps the dims it does not work along (a top-k over the last dim of
     [batch, heads, queries, memory] scores stays split by batch). None when no operand lines up."""
     shape = inst.shape

@@ -102,6 +102,11 @@ def _stage(case: Path, stage: str) -> Path | None:
     return None
 
 
+def _simulated(path: Path, generation: str):
+    """hloscan's figure for the largest module of a dump, without the reports beside it."""
+    return max(analyze_modules(load(path), str(path), generation, use_reports=False), key=lambda r: r.xla_total_bytes)
+
+
 @pytest.mark.parametrize("folder", sorted(FLOORS))
 def test_per_device_prediction_before_partitioning(folder: str) -> None:
     within = agree = total = false_errors = checked_args = 0
@@ -111,8 +116,7 @@ def test_per_device_prediction_before_partitioning(folder: str) -> None:
         before = _stage(case, "before_optimizations")
         if want is None or before is None:
             continue
-        (r,) = [max(analyze_modules(load(before), str(before), row["generation"], use_reports=False),
-                    key=lambda r: r.xla_total_bytes)]
+        r = _simulated(before, row["generation"])
         oom = row["verdict"] != "ok"
         total += 1
         within += abs(r.xla_total_bytes - want) <= 0.15 * want
@@ -168,8 +172,7 @@ def test_temporaries_in_donated_argument_buffers_after_optimization(case: str) -
     path = ORACLE / case
     after = _stage(path, "after_optimizations")
     generation = path.name.split("__", 1)[0]
-    result = max(analyze_modules(load(after), str(after), generation, use_reports=False),
-                 key=lambda r: r.xla_total_bytes)
+    result = _simulated(after, generation)
     want = _report_total(path)
     assert abs(result.xla_total_bytes - want) <= 0.02 * want, (result.xla_total_bytes, want)
 
@@ -182,7 +185,6 @@ def test_top_k_over_a_sharded_memory_is_split_and_sorted_whole() -> None:
                              ("v7x__programs__memorizing_d4k_l24_fsdp_full_b16_s2k_m32k_approx", "v7x")):
         path = ORACLE / "sharded10" / case
         before = _stage(path, "before_optimizations")
-        (r,) = [max(analyze_modules(load(before), str(before), generation, use_reports=False),
-                    key=lambda r: r.xla_total_bytes)]
+        r = _simulated(before, generation)
         want = _report_total(path)
         assert abs(r.xla_total_bytes - want) <= 0.10 * want, (case, r.xla_total_bytes, want)

@@ -32,8 +32,8 @@ def _module(case: str, root: Path = USER1):
     return parse_module((root / case / "before_optimizations.txt").read_text())
 
 
-def _kernel(case: str):
-    (comp, inst), = list(tpu_custom_calls(_module(case)))
+def _kernel(case: str, root: Path = USER1):
+    (comp, inst), = list(tpu_custom_calls(_module(case, root)))
     return read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config"))))
 
 
@@ -107,15 +107,10 @@ def test_operands_after_a_region_resolve_to_their_values() -> None:
     assert users == ["addf"]
 
 
-def _kernel2(case: str):
-    (comp, inst), = list(tpu_custom_calls(_module(case, USER2)))
-    return read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config"))))
-
-
 def test_values_stored_after_another_store_are_held_across_it() -> None:
     """Adam writes the parameter, then the two moments it computed before: both moment blocks (f32[64, 4096],
     1 MiB each) are kept across the first store (the compiler spilled 1.86 MiB on v6e)."""
-    body = _kernel2("v6e__pallas__adam_f32_8192x4096_br64").body
+    body = _kernel("v6e__pallas__adam_f32_8192x4096_br64", USER2).body
     assert body.across_peak_bytes == 2 * MIB
     assert {h.across for h in body.held if h.bytes == MIB} == {"store"}
 
@@ -123,7 +118,7 @@ def test_values_stored_after_another_store_are_held_across_it() -> None:
 def test_a_slice_read_after_a_store_is_hoisted_above_it() -> None:
     """A causal conv1d stores its output, then keeps `x[bt - 8:]` of its f32 block for the next step: the
     8-row slice is computed before the store, the block is not kept (the compiler: 0.14 MiB of spill)."""
-    body = _kernel2("v6e__pallas__conv1d_k4_bf16_bt1024_bd1024").body
+    body = _kernel("v6e__pallas__conv1d_k4_bf16_bt1024_bd1024", USER2).body
     assert body.across_peak_bytes <= 8 * 1024 * 4
 
 
@@ -131,15 +126,10 @@ def test_a_value_stored_whole_before_its_reduction_is_read_back_not_held() -> No
     """A Hamming kNN stores its i32[1024, 2048] distance block, then reduces it and compares it with the row
     minimum: the compiler reads the block back from its output window (1.42 MiB of spill, not 8 MiB). Soft-capped
     logits stored only after their logsumexp are kept whole (3.9 MiB of spill)."""
-    stored_first = _kernel_in(FIXTURES / "oracle_new" / "user10", "v6e__pallas__hamming_d1024_1024x2048").body
-    stored_after = _kernel_in(FIXTURES / "oracle_new" / "user6", "v6e__pallas__softcap_lse_f32_32x32768").body
+    stored_first = _kernel("v6e__pallas__hamming_d1024_1024x2048", USER1.parent / "user10").body
+    stored_after = _kernel("v6e__pallas__softcap_lse_f32_32x32768", USER1.parent / "user6").body
     assert stored_first.held_peak_bytes <= 64 * 1024  # the (1024, 1) row minima, not the 8 MiB block
     assert stored_after.held_peak_bytes == 32 * 32768 * 4
-
-
-def _kernel_in(root: Path, case: str):
-    (comp, inst), = list(tpu_custom_calls(_module(case, root)))
-    return read_kernel(kernel_body(parse_backend_config(inst.attr("backend_config"))))
 
 
 def _held_ratios() -> list[float]:
@@ -189,11 +179,10 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # user10 (held out, compiled after the freeze at e487566, whose VMEM model is b57c6c7's, scored once): the
           # false errors are a v6e Hamming kNN (+35%: int8 popcount matmul spill counted whole) and a v7x RMSprop
           # step whose 48 MiB the compiler placed from offset 0 of a scoped region XLA started at 16 MiB (its
-          # limit was offset + size), which the before-optimisation dump does not show.
-          "user10": {"within": (7, 34), "errors": (11, 14), "false": 2}}
-# Then (after all three were scored): a value stored whole before a reduction over it is read back from its ref,
-# not held: user10 7 -> 9/34 within 5%, the Hamming kNN's false error gone; every other folder unchanged in count.
-FLOORS["user10"] = {"within": (9, 34), "errors": (11, 14), "false": 1}
+          # limit was offset + size), which the before-optimisation dump does not show. Scored: 7/34, 11/14, 2 false.
+          # Then (after all three were scored) a value stored whole before a reduction over it is read back from
+          # its ref, not held: 9/34, the Hamming kNN's false error gone; every other folder unchanged in count.
+          "user10": {"within": (9, 34), "errors": (11, 14), "false": 1}}
 
 
 def _cases(root: Path):

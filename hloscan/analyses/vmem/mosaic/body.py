@@ -496,7 +496,8 @@ def _held_in_block(operations: list[Operation]) -> tuple[list[HeldValue], int, i
             needed[k] = (max(needed.get(k, (0, rhs))[0], phase[k] + 1), rhs)
     held = [_narrowed(_held(v, (phase[k], last), "reduction"), v,
                       [op for op in users.get(k, []) if consumes.get(id(op)) == phase[k]])
-            for k, (last, v) in needed.items() if not _stored_before_read_again(users.get(k, []), phase[k], consumes, order)]
+            for k, (last, v) in needed.items()
+            if not _stored_before_read_again(users.get(k, []), phase[k], consumes, order)]
     boundaries = {b for h in held for b in range(*h.phases)}
     peak = max((sum(h.bytes for h in held if h.phases[0] <= b < h.phases[1]) for b in boundaries), default=0)
     across, across_peak = _across_control_flow(operations, inputs_of, phase)
@@ -510,11 +511,12 @@ def _stored_before_read_again(readers: list[Operation], at: int | None, consumes
     instead of keeping it (a Hamming kNN stored its i32[1024, 2048] distances, then took their row minimum and
     compared them with it: 1.4 MiB of spill, not 8 MiB). A store after the reduction does not help: soft-capped
     logits stored after their logsumexp were kept whole (3.9 MiB of spill)."""
+    if at is None:
+        return False
     stores = [order[id(op)] for op in readers
               if op.name.endswith(_STORE_SUFFIXES) and not op.name.endswith("strided_store")]
     later = [order[id(op)] for op in readers
-             if not op.name.endswith(_STORE_SUFFIXES) and (c := consumes.get(id(op))) is not None and at is not None
-             and c > at]
+             if not op.name.endswith(_STORE_SUFFIXES) and (c := consumes.get(id(op))) is not None and c > at]
     return bool(stores and later) and min(stores) < min(later)
 
 
