@@ -308,6 +308,10 @@ def _spill(root: Path, case: str) -> int:
 @pytest.mark.parametrize("folder, case", [
     ("user5", "v5e__pallas__focal_bf16_256x1024"),  # six f32 blocks of an elementwise loss, nothing held
     ("user1", "v5e__pallas__rmsnorm_bf16_256x4096"),  # the upcast held across the mean
+    # 32 unrolled compares of loaded planes, hoisted ahead of the OR chain that reads them one by one: only the
+    # earliest-first order holds them all (7.93 MiB spilled; 1-2 MiB in the body's own or latest-first order)
+    ("user9", "v5p__pallas__bitpack_c2048_br32"),
+    ("user10", "v7x__pallas__band_bf16_n8192_k9_bb64"),  # nine shifted diagonals hoisted the same way
 ])
 def test_the_most_a_body_could_spill_bounds_the_compiler_spill(folder: str, case: str) -> None:
     root = USER1.parent / folder
@@ -328,7 +332,10 @@ def _figure_in(root: Path, case: str) -> int:
 # stated range. Before the spill bound: 165 of 285 stated figures held (14 of user5's "exact" estimates, none
 # within 5%); with it 320 of 387, and 14 of the 16 still called exact are within 5%. With the held-value
 # spread measured on user1..user4 and the bound counting nested blocks and kept loads: 349 of 388, 13 of
-# the 15 called exact (one exact estimate that held is now a range: its bound counts a kept load).
+# the 15 called exact (one exact estimate that held is now a range: its bound counts a kept load). With the
+# earliest-first order in the bound: 364 of 388 (user9 and user10, not counted here: 42/56 -> 43/57 and 27/32
+# -> 29/34), 10 of the 11 called exact: three depthwise-conv stencils within 5% are now ranges, their nine
+# shifted taps could be hoisted together (0.6 MiB) though the compiler did not.
 def test_estimates_hold_what_they_say_of_themselves() -> None:
     stated = held = exact = exact_held = 0
     for folder in ("user1", "user2", "user3", "user4", "user5"):
@@ -352,5 +359,5 @@ def test_estimates_hold_what_they_say_of_themselves() -> None:
                     low, high = est.range_bytes
                     held += low * 0.999 <= fig <= high * 1.001
     print(f"stated {held}/{stated}, exact {exact_held}/{exact}")
-    assert held >= 349 and held >= 0.89 * stated
-    assert exact_held >= 13 and exact_held >= 0.85 * exact
+    assert held >= 364 and held >= 0.93 * stated
+    assert exact_held >= 10 and exact_held >= 0.85 * exact

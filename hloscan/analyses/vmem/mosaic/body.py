@@ -199,10 +199,11 @@ def _moves_part_of(op: Operation, ref_elements: int) -> bool:
 
 def whole_values_peak(operations: list[Operation]) -> int:
     """The most bytes of computed vector values live at once in this block if each operation produced its
-    whole result before the next one ran, in the block's own order or latest-first (each operation as late as
+    whole result before the next one ran, in the block's own order, latest-first (each operation as late as
     its readers allow, the order a list scheduler that favours the longest remaining path gives when every
-    vreg of a block is ready at once). Values loaded from a ref, constants and iotas are rematerialised, not
-    kept (`_FREE_SUFFIXES`); a broadcast costs what its source does.
+    vreg of a block is ready at once) or earliest-first (each as soon as its inputs exist: work that depends
+    only on loaded blocks hoisted to the start, `_earliest_first`). Values loaded from a ref, constants and
+    iotas are rematerialised, not kept (`_FREE_SUFFIXES`); a broadcast costs what its source does.
 
     The held-value rule (`_held_in_block`) says what is kept across a barrier; this says how much the
     register allocator could have to spill at most, the high end of the estimate's range. A nested block
@@ -223,7 +224,8 @@ def whole_values_peak(operations: list[Operation]) -> int:
     in_order = {id(op): i for i, op in enumerate(operations)}
     nested = {id(op): _nested_peak(op) for op in operations if op.regions}
     return max(_live_peak(operations, readers, in_order, nested),
-               _live_peak(operations, readers, _latest_first(operations, readers), nested))
+               _live_peak(operations, readers, _latest_first(operations, readers), nested),
+               _live_peak(operations, readers, _earliest_first(operations, inputs_of), nested))
 
 
 def _nested_peak(op: Operation) -> int:
@@ -251,6 +253,23 @@ def _latest_first(operations: list[Operation], readers: dict[int, list[Operation
         height[id(op)] = 1 + max((height[id(r)] for r in readers.get(id(op), [])), default=-1)
     top = max(height.values(), default=0)
     return {k: top - h for k, h in height.items()}
+
+
+def _earliest_first(operations: list[Operation], inputs_of: dict[int, list[OpResult]]) -> dict[int, int]:
+    """Each operation's step when run as soon as its inputs exist (one step after the latest of them), and
+    never before a DMA or semaphore wait that precedes it in the block. The compiler hoisted independent work
+    this way: a bit-packing kernel's 32 unrolled mask compares of loaded int8 planes, each needed one step
+    later than the last by an OR chain, were all computed first and spilled (7.93 MiB of the 8 MiB they take
+    as 32-bit vregs; the other two orders keep one or two of them live), and so were a banded matrix-vector
+    kernel's nine shifted diagonals and a colour conversion's channel planes (fixtures/oracle_new/user9,
+    user10: LLO_BREAKDOWN.tsv)."""
+    step: dict[int, int] = {}
+    floor = 0
+    for op in operations:
+        if op.name.endswith(_WAIT_SUFFIXES):
+            floor = max(step.values(), default=-1) + 1
+        step[id(op)] = max(floor, 1 + max((step.get(id(v.op), 0) for v in inputs_of[id(op)]), default=-1))
+    return step
 
 
 def _live_peak(operations: list[Operation], readers: dict[int, list[Operation]], step: dict[int, int],
