@@ -507,12 +507,15 @@ def _sliced(src: Split, before: Shape | None, after: Shape | None) -> Split | No
 
 def _gathered(table: Factor, indices: Factor, comp: Computation, inst: Instruction) -> Split | None:
     """An embedding lookup: the result's batch dims take the indices' splits (the tokens' data split), its
-    offset dims the table's splits on the dims it takes whole."""
+    offset dims the table's splits on the dims it takes whole. A batched gather (jax's vmap of a lookup: an
+    ensemble's per-member tables, `operand_batching_dims`) pairs each table batching dim with an index dim:
+    the result dim takes the split of either (a members x data mesh: tables split by member, tokens by member
+    and data; the vmapped GPT ensemble's residual stream split both ways, 4 pieces, not the table's 2)."""
     shape, tshape = inst.shape, comp.operand_shape(inst, 0)
     ishape = comp.operand_shape(inst, 1)
     if not (isinstance(table, Split) and isinstance(indices, Split)) or shape is None or not shape.is_array:
         return None
-    if tshape is None or ishape is None or inst.attr("operand_batching_dims"):
+    if tshape is None or ishape is None:
         return None
     table = _with_tiles(table, tshape)
     indices = _with_tiles(indices, ishape)
@@ -520,11 +523,21 @@ def _gathered(table: Factor, indices: Factor, comp: Computation, inst: Instructi
         return None
     offset = _ints(inst.attr("offset_dims"))
     collapsed = set(_ints(inst.attr("collapsed_slice_dims")))
+    table_batch, index_batch = _ints(inst.attr("operand_batching_dims")), _ints(inst.attr("start_indices_batching_dims"))
+    if len(table_batch) != len(index_batch):
+        return None
     sizes = _ints(inst.attr("slice_sizes"))
     vector_dim = int(inst.attr("index_vector_dim") or len(ishape.dims))
     index_tiles = [t for d, t in enumerate(indices.tiles) if d != vector_dim]
-    whole = [d for d in range(len(tshape.dims)) if d not in collapsed and d < len(sizes) and sizes[d] == tshape.dims[d]]
-    slice_tiles = [table.tiles[d] if d in whole else 1 for d in range(len(tshape.dims)) if d not in collapsed]
+    for t_dim, i_dim in zip(table_batch, index_batch):
+        at = i_dim - (i_dim > vector_dim)
+        if t_dim >= len(table.tiles) or not 0 <= at < len(index_tiles):
+            return None
+        if index_tiles[at] == 1:
+            index_tiles[at] = table.tiles[t_dim]
+    sliced = [d for d in range(len(tshape.dims)) if d not in collapsed and d not in table_batch]
+    whole = [d for d in sliced if d < len(sizes) and sizes[d] == tshape.dims[d]]
+    slice_tiles = [table.tiles[d] if d in whole else 1 for d in sliced]
     if len(index_tiles) + len(slice_tiles) != len(shape.dims) or len(slice_tiles) != len(offset):
         return None
     if any(t > 1 for t in index_tiles) and _split_on_one_axis(comp, inst, slice_dims=whole):
