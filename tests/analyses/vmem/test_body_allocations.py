@@ -182,7 +182,10 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # limit was offset + size), which the before-optimisation dump does not show. Scored: 7/34, 11/14, 2 false.
           # Then (after all three were scored) a value stored whole before a reduction over it is read back from
           # its ref, not held: 9/34, the Hamming kNN's false error gone; every other folder unchanged in count.
-          "user10": {"within": (9, 34), "errors": (11, 14), "false": 1}}
+          "user10": {"within": (9, 34), "errors": (11, 14), "false": 1},
+          # user11 (held out, 17 new kinds compiled after the freeze at 13fd580, scored once): the false error is a
+          # v6e 8-bit Adam step whose large operands memory-space assignment placed whole in VMEM (+30%).
+          "user11": {"within": (21, 52), "errors": (12, 16), "false": 1}}
 
 
 def _cases(root: Path):
