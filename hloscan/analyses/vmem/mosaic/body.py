@@ -260,9 +260,9 @@ def _earliest_first(operations: list[Operation], inputs_of: dict[int, list[OpRes
     never before a DMA or semaphore wait that precedes it in the block. The compiler hoisted independent work
     this way: a bit-packing kernel's 32 unrolled mask compares of loaded int8 planes, each needed one step
     later than the last by an OR chain, were all computed first and spilled (7.93 MiB of the 8 MiB they take
-    as 32-bit vregs; the other two orders keep one or two of them live), and so were a banded matrix-vector
-    kernel's nine shifted diagonals and a colour conversion's channel planes (fixtures/oracle_new/user9,
-    user10: LLO_BREAKDOWN.tsv)."""
+    as 32-bit vregs; the other two orders keep one or two of them live); a depthwise 5x5 convolution on v7x
+    spilled 12.08 MiB of its 25 hoisted taps where the other orders bound it at 3.8 (fixtures/oracle_new/user9,
+    user3: LLO_BREAKDOWN.tsv)."""
     step: dict[int, int] = {}
     floor = 0
     for op in operations:
