@@ -371,7 +371,19 @@ class Simulator:
         entry, printed = _leaf(layouts[number], index), _leaf(param.shape, index)
         if entry is None or printed is None or entry.layout is None or not entry.layout.tiles:
             return False
-        return printed.layout is not None and tuple(printed.layout.minor_to_major) != tuple(entry.layout.minor_to_major)
+        if printed.layout is not None and tuple(printed.layout.minor_to_major) != tuple(entry.layout.minor_to_major):
+            return True
+        return self._retiled_for_loop(entry)
+
+    def _retiled_for_loop(self, entry: Shape) -> bool:
+        """A 16-bit argument in 8-row tiles on a generation whose loops take 16-row tiles (v7x), re-tiled when that
+        pads nothing more (its second-minor dim a multiple of 16): an MLA decoder's latent cache [.., 8192, 512] was
+        copied into (16,128) tiles for its generation loop, a split-KV cache [.., 32768, 8, 128] kept its (8,128)."""
+        gen = GENERATIONS.get(canonical_name(self.generation or "") or "")
+        if gen is None or gen.dot_operand_sublanes_16bit <= 8 or not _weight_stack(entry):
+            return False
+        order = entry.layout.minor_to_major
+        return len(order) >= 2 and entry.dims[order[1]] % gen.dot_operand_sublanes_16bit == 0
 
     def _last_reads(self) -> dict[int, int]:
         """Per merged buffer, the position of its last read."""
