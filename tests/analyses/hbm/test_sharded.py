@@ -73,7 +73,7 @@ ORACLE = FIXTURES / "oracle_new"
 # v6e GPT ensemble (members x data mesh) +57% E1000 -> -8%: 22/31 and 27/31; every other folder unchanged.
 FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 34, 34), "sharded4": (34, 38, 40),
           "sharded5": (29, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36),
-          "sharded9": (22, 27, 31), "sharded10": (24, 30, 32), "sharded11": (27, 31, 32), "sharded12": (29, 33, 34)}
+          "sharded9": (22, 27, 31), "sharded10": (25, 30, 32), "sharded11": (27, 31, 32), "sharded12": (29, 33, 34)}
 # sharded10 (16 more kinds, held out, compiled after the freeze at 10a704a, scored once on it): 20/32 and 28/32 with
 # one false error, a v7x Memorizing Transformer (+307%: its approximate top-k over a 32k-entry memory). Then:
 # top-k, sort and PartialReduce keep their operand's split on the dims they do not work along, zeros and iotas
@@ -88,7 +88,7 @@ FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 3
 # is a warning within the stated error on an accepted v6e DeBERTa step (+9%); after optimization within 5% 30/34.
 # Then (after sharded10-12 were scored): a donated argument a while loop updates, whose entry layout orders its dims
 # otherwise than the program prints it, keeps the loop's copy as a buffer of its own (decode loops over KV caches):
-# sharded10 22 -> 24 and 29 -> 30 (an H2O generation loop's OOM found), sharded11 26 -> 27, sharded12 27 -> 29 and
+# sharded10 22 -> 25 and 29 -> 30 (an H2O generation loop's OOM found; with v7x's re-tiling, an MLA decoder -41% -> -4%), sharded11 26 -> 27, sharded12 27 -> 29 and
 # 32 -> 33 (the multi-LoRA loop's OOM found); sharded1-9 unchanged.
 FALSE_ERRORS: dict[str, int] = {}
 
@@ -211,7 +211,9 @@ def test_a_vmapped_embedding_lookup_keeps_the_tokens_split() -> None:
 
 @pytest.mark.parametrize("case", ["sharded12/v6e__programs__multilora_llama13b_dp2_tp2_b16_s3k_a32_r16",
                                   "sharded11/v5p__programs__jacobi_llama13b_dp2_tp2_b112_s4k_n16_x2",
-                                  "sharded10/v5p__programs__h2o_llama13b_dp2_tp2_b128_bg2k_p1536_n1k"])
+                                  "sharded10/v5p__programs__h2o_llama13b_dp2_tp2_b128_bg2k_p1536_n1k",
+                                  # v7x: a latent cache [.., 8192, 512] re-tiled from (8,128) to (16,128) for the loop
+                                  "sharded10/v7x__programs__mla_v2dense60_dp2_tp4_b288_s8k_n64"])
 def test_a_relaid_cache_a_loop_updates_is_copied_for_the_loop(case: str) -> None:
     """Generation loops over donated KV caches whose entry layout puts the heads dim major to the sequence
     ({4,2,3,1,0}, sparing padding) while the loop works in the printed {4,3,2,1,0}: XLA copies each cache into the
