@@ -73,7 +73,8 @@ ORACLE = FIXTURES / "oracle_new"
 # v6e GPT ensemble (members x data mesh) +57% E1000 -> -8%: 22/31 and 27/31; every other folder unchanged.
 FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 34, 34), "sharded4": (34, 38, 40),
           "sharded5": (29, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36),
-          "sharded9": (22, 27, 31), "sharded10": (25, 30, 32), "sharded11": (27, 31, 32), "sharded12": (29, 33, 34)}
+          "sharded9": (22, 27, 31), "sharded10": (25, 30, 32), "sharded11": (27, 31, 32), "sharded12": (29, 33, 34),
+          "sharded13": (23, 29, 29)}
 # sharded10 (16 more kinds, held out, compiled after the freeze at 10a704a, scored once on it): 20/32 and 28/32 with
 # one false error, a v7x Memorizing Transformer (+307%: its approximate top-k over a 32k-entry memory). Then:
 # top-k, sort and PartialReduce keep their operand's split on the dims they do not work along, zeros and iotas
@@ -90,6 +91,9 @@ FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 3
 # otherwise than the program prints it, keeps the loop's copy as a buffer of its own (decode loops over KV caches):
 # sharded10 22 -> 25 and 29 -> 30 (an H2O generation loop's OOM found; with v7x's re-tiling, an MLA decoder -41% -> -4%), sharded11 26 -> 27, sharded12 27 -> 29 and
 # 32 -> 33 (the multi-LoRA loop's OOM found); sharded1-9 unchanged.
+# sharded13 (10 more kinds, held out, compiled after the freeze at 56e11af, the rule above included, scored once): 23/29
+# and 29/29, no false E1000, all 10 OOMs flagged. On the model before the rule (4096456) it was 21/29: two decode
+# loops over relaid caches -47% and -49%, with it -8% and -8%.
 FALSE_ERRORS: dict[str, int] = {}
 
 
