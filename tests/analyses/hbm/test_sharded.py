@@ -228,3 +228,16 @@ def test_a_relaid_cache_a_loop_updates_is_copied_for_the_loop(case: str) -> None
     r = _simulated(_stage(path, "before_optimizations"), generation)
     want = _report_total(path)
     assert abs(r.xla_total_bytes - want) <= 0.15 * want and r.verdict == "E1000", (r.xla_total_bytes, want)
+
+
+@pytest.mark.parametrize("case", ["sharded12/v5e__programs__sae_d4k_f128k_k32_dp2_tp2_n16k",
+                                  "sharded10/v6e__programs__memorizing_d2k_l16_fsdp_full_b16_s2k_m32k"])
+def test_a_sort_writes_into_its_only_readers_operands_after_optimization(case: str) -> None:
+    """A top-k done by a sort of [rows, k] scores and s32 indices: the sort is each operand's only reader, so XLA
+    writes the sorted arrays into the operands' buffers. Counted as new buffers, the scheduled dumps' figures were
+    +22% and +30% over the compiler's."""
+    path = ORACLE / case
+    generation = path.name.split("__", 1)[0]
+    r = _simulated(_stage(path, "after_optimizations"), generation)
+    want = _report_total(path)
+    assert abs(r.xla_total_bytes - want) <= 0.02 * want, (r.xla_total_bytes, want)
