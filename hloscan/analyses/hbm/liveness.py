@@ -226,6 +226,8 @@ class Simulator:
         self.relaid: dict[int, int] = {}  # entry parameter leaf -> its re-tiled copy (_relaid_weight_stacks)
         self.donated: set[int] = set()  # entry parameter leaves an output will alias
         self.readers: dict[str, dict[str, list[Instruction]]] = {}
+        # The entry parameters' shapes in the layouts XLA will use (entry_computation_layout), read once.
+        self.entry_layouts = entry_parameter_shapes(module)
         # A multi-device module before partitioning: each value is sized as one device's shard (partition.py).
         self.splits = shard_factors(module) if predict else None
 
@@ -305,7 +307,7 @@ class Simulator:
 
     def run(self) -> Simulation:
         entry = self.module.entry
-        layouts = entry_parameter_shapes(self.module)
+        layouts = self.entry_layouts
         params = {}
         for number, inst in entry.parameter_instructions.items():
             shape = _compiled_layout(inst.shape, layouts[number]) if number < len(layouts) else inst.shape
@@ -365,11 +367,10 @@ class Simulator:
         if self.values[out].inst.opcode != "while":
             return False
         param = self.module.entry.parameter_instructions.get(number)
-        layouts = entry_parameter_shapes(self.module)
-        if param is None or number >= len(layouts):
+        if param is None or param.shape is None or number >= len(self.entry_layouts):
             return False
-        entry, printed = _leaf(layouts[number], index), _leaf(param.shape, index)
-        if entry is None or printed is None or entry.layout is None or not entry.layout.tiles:
+        entry, printed = self.entry_layouts[number].at(index), param.shape.at(index)
+        if entry is None or printed is None or not entry.is_array or entry.layout is None or not entry.layout.tiles:
             return False
         if printed.layout is not None and tuple(printed.layout.minor_to_major) != tuple(entry.layout.minor_to_major):
             return True
@@ -1145,15 +1146,6 @@ def _same_buffer_shape(a: Shape | None, b: Shape | None) -> bool:
     if a is None or b is None or not a.is_array or not b.is_array or tuple(a.dims) != tuple(b.dims):
         return False
     return a.layout is None or b.layout is None or a.layout == b.layout
-
-
-def _leaf(shape: Shape | None, index: tuple[int, ...]) -> Shape | None:
-    """The array leaf at `index` of a (tuple) shape."""
-    for k in index:
-        if shape is None or not shape.is_tuple or k >= len(shape.tuple_shapes):
-            return None
-        shape = shape.tuple_shapes[k]
-    return shape if shape is not None and shape.is_array else None
 
 
 def _weight_stack(shape: Shape) -> bool:
