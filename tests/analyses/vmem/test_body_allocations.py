@@ -300,6 +300,27 @@ def test_a_block_widened_for_a_sublane_reduction_is_held_wide() -> None:
     assert _body("v7x__pallas__welford_bf16_bm512_bd2048", "user4").held_peak_bytes == 512 * 2048 * 4
 
 
+@pytest.mark.parametrize("case, folder, value_bytes", [
+    ("v6e__pallas__gem_bf16_hw49_c2048_bn8", "user11", 8 * 56 * 2048 * 4),  # exp(p log x) summed over 49 rows
+    ("v5p__pallas__welford_f32_bm512_bd1024", "user4", 512 * 1024 * 4),     # (x - mean)^2 / n summed over rows
+])
+def test_a_transcendental_chain_reduced_over_rows_is_spilled_whole(case: str, folder: str, value_bytes: int) -> None:
+    """The compiler spilled 0.93-0.96 of these values (LLO_BREAKDOWN.tsv), which nothing keeps across a
+    barrier: only the reduction reads them."""
+    body = _body(case, folder)
+    assert body.reduced_peak_bytes == value_bytes
+    assert body.held_peak_bytes < value_bytes
+
+
+@pytest.mark.parametrize("case, folder", [
+    ("v5p__pallas__silu_bwd_bf16_bm512_bd2048", "user4"),  # the summed value is also stored (dx): no spill
+    ("v6e__pallas__colmax_f32_2048x256", "user6"),         # max(|x|) over rows: no transcendental, no spill
+    ("v6e__pallas__log_softmax_f32_16x50304", "user1"),    # a lane reduction: the held-value rule's
+])
+def test_other_reductions_are_not_spilled_whole_by_this_rule(case: str, folder: str) -> None:
+    assert _body(case, folder).reduced_peak_bytes == 0
+
+
 # ------------------------------------------------------------------------------------------ spill bound
 
 

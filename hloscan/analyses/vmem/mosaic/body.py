@@ -63,6 +63,10 @@ _WIDENING_SUFFIXES = ("arith.sitofp", "arith.uitofp", "arith.extf", "arith.extsi
 _WAIT_SUFFIXES = ("wait_dma", "wait_dma2", "sem_wait", "semaphore_wait", "wait_indirect_dma")
 # Stores to a ref: their order is kept (refs may alias), so a store streams its value out before the next one.
 _STORE_SUFFIXES = ("vector.store", "tpu.vector_store", "tpu.store", "tpu.strided_store", "vector.transfer_write")
+# Operations the TPU computes on its transcendental unit (a division is a reciprocal there).
+_TRANSCENDENTAL_SUFFIXES = frozenset({"exp", "exp2", "expm1", "log", "log1p", "log2", "tanh", "logistic", "rsqrt",
+                                      "sqrt", "powf", "fpowi", "sin", "cos", "tan", "erf", "atan", "atan2", "divf"})
+_REGISTER_FILE_BYTES = 64 * _VREG_BYTES
 _REGION = "tpu.region"
 _ALLOCA = "memref.alloca"
 _VREG_ROWS = 8
@@ -122,6 +126,9 @@ class BodyFacts:
     # The most bytes of computed vector values live at once if every operation ran whole, one after another,
     # over the body's blocks (`whole_values_peak`): what the register allocator could have to spill at most.
     whole_values_peak_bytes: int = 0
+    # The largest value read only by a reduction over a non-lane axis and computed by a chain with a
+    # transcendental (`_reduced_transcendentals`): spilled whole before the reduction reads it.
+    reduced_peak_bytes: int = 0
 
     @property
     def allocas(self) -> tuple[Alloca, ...]:
@@ -146,18 +153,20 @@ def read_body(main: Operation) -> BodyFacts:
     entry = main.regions[0].blocks[0] if main.regions and main.regions[0].blocks else None
     scope = _scope(entry.operations if entry else [], users) if entry else Scope((), ())
     held: list[HeldValue] = []
-    peak = across = whole = 0
+    peak = across = whole = reduced = 0
     for block in _blocks(main):
-        # Mosaic merges repeated computations before code generation; both rules read the merged block.
+        # Mosaic merges repeated computations before code generation; the rules read the merged block.
         operations = _common_subexpressions_merged(block.operations)
         values, block_peak, block_across = _held_in_block(operations)
-        held.extend(values)
+        spilled = _reduced_transcendentals(operations)
+        held.extend(values + spilled)
         peak, across = max(peak, block_peak), max(across, block_across)
+        reduced = max([reduced] + [h.bytes for h in spilled])
         whole = max(whole, whole_values_peak(operations))
     loops = any(op.name.endswith(("scf.for", "scf.while")) and any(
         isinstance(t, ShapedType) and t.kind == "vector" for t in op.result_types) for op in main.walk())
     return BodyFacts(scope, tuple(held), peak, across, loops, _partly_accessed(main, entry) if entry else frozenset(),
-                     whole)
+                     whole, reduced)
 
 
 def _partly_accessed(main: Operation, entry: Block) -> frozenset[int]:
@@ -583,6 +592,60 @@ def _reduces(op: Operation, lanes_only: bool) -> bool:
     rank = len(source.shape) if isinstance(source, ShapedType) else None
     values = getattr(dims, "values", None)
     return rank is not None and values is not None and tuple(values) == (rank - 1,)
+
+
+def _reduced_transcendentals(operations: list[Operation]) -> list[HeldValue]:
+    """Values larger than the register file that only a reduction over a non-lane axis reads, computed by an
+    elementwise chain with a transcendental in it (`_TRANSCENDENTAL_SUFFIXES`, since the last load or
+    barrier). The compiler computed these whole and spilled them before reducing: GeM pooling's
+    exp(p log x) summed over the spatial (sublane) axis spilled 0.90-0.99 of the value on v5e..v7x, a column
+    Welford update 0.93, a split-K softmax merge 0.73-0.80 (fixtures/oracle_new/user11, user4, user8).
+    Without a transcendental the same reductions spilled anywhere from nothing to all of it (a column max
+    of |x|: nothing; random pooling's selects: 0.74-0.98), and a value also stored (SiLU and GELU backward's
+    bias gradients) spilled nothing; a lane reduction of such a chain is left to the held-value rule (the
+    log-sum-exps of user3 spilled half of it)."""
+    local = {id(op) for op in operations}
+    readers: dict[tuple[int, int], int] = {}
+    for op in operations:
+        for v in _captured(op):
+            if isinstance(v, OpResult):
+                readers[_key(v)] = readers.get(_key(v), 0) + 1
+    spilled = []
+    for op in operations:
+        if not _reduces(op, lanes_only=False) or _lane_reduction(op) or not op.operands:
+            continue
+        v = op.operands[0]
+        if not isinstance(v, OpResult) or id(v.op) not in local or readers.get(_key(v), 0) != 1:
+            continue
+        held = _held(v, (0, 1), "reduction over a non-lane axis")
+        if held.bytes > _REGISTER_FILE_BYTES and _transcendental_in_chain(v):
+            spilled.append(held)
+    return spilled
+
+
+def _lane_reduction(op: Operation) -> bool:
+    """Whether a reduction reduces the last (lane) axis, alone or with others."""
+    source = _type(op.operands[0]) if op.operands and isinstance(op.operands[0], OpResult) else None
+    values = getattr(op.attributes.get("reduction_dims"), "values", None)
+    if not isinstance(source, ShapedType) or values is None:
+        return True
+    return len(source.shape) - 1 in tuple(values)
+
+
+def _transcendental_in_chain(v: OpResult) -> bool:
+    """Whether the elementwise chain computing `v` (back to loads, barriers and nested code) has a
+    transcendental operation."""
+    seen: set[int] = set()
+    stack = [v]
+    while stack:
+        op = stack.pop().op
+        if id(op) in seen or op.regions or op.name.endswith(_BARRIER_SUFFIXES + _FREE_SUFFIXES):
+            continue
+        seen.add(id(op))
+        if op.name.rsplit(".", 1)[-1] in _TRANSCENDENTAL_SUFFIXES:
+            return True
+        stack.extend(x for x in op.operands if isinstance(x, OpResult) and _is_vector(x))
+    return False
 
 
 def _held(v: OpResult, phases: tuple[int, int], across: str) -> HeldValue:
