@@ -321,6 +321,26 @@ def test_other_reductions_are_not_spilled_whole_by_this_rule(case: str, folder: 
     assert _body(case, folder).reduced_peak_bytes == 0
 
 
+@pytest.mark.parametrize("case, folder, peak_mib, spilled_mib", [
+    ("v7x__pallas__prune24_bf16_n4096_bk64", "user9", 6.0, 6.28),    # 8 lane taps of a 2:4 window, 6 live at once
+    ("v5e__pallas__conv1d_bf16_t4096_k4_bm64", "user4", 3.0, 3.07),  # 3 lane taps, all hoisted
+    ("v6e__pallas__st3d_f32_512x512_bz4", "user7", 2.0, 2.58),       # 4 planes, each loaded after the last store
+])
+def test_rolled_values_live_at_once_are_spilled(case: str, folder: str, peak_mib: float, spilled_mib: float) -> None:
+    """What the compiler spilled (LLO_BREAKDOWN.tsv) for lane rolls of blocks wider than a vreg; without the
+    loads kept after stores, the 3-D stencil's 8 lane rolls would all count (8 MiB)."""
+    assert _body(case, folder).rotated_peak_bytes == peak_mib * MIB
+    assert abs(peak_mib - spilled_mib) <= 0.6
+
+
+@pytest.mark.parametrize("case, folder", [
+    ("v7x__pallas__rope_f32_s8192_d256_bs4096", "user2"),  # a roll by 128 lanes renames vregs: nothing spilled
+    ("v5e__pallas__conv1d_k4_bf16_bt512_bd512", "user2"),  # rows rolled (sublanes): not counted, nothing spilled
+])
+def test_rolls_that_do_not_count(case: str, folder: str) -> None:
+    assert _body(case, folder).rotated_peak_bytes == 0
+
+
 # ------------------------------------------------------------------------------------------ spill bound
 
 
