@@ -184,8 +184,13 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # its ref, not held: 9/34, the Hamming kNN's false error gone; every other folder unchanged in count.
           "user10": {"within": (9, 34), "errors": (11, 14), "false": 1},
           # user11 (held out, 17 new kinds compiled after the freeze at 13fd580, scored once): the false error is a
-          # v6e 8-bit Adam step whose large operands memory-space assignment placed whole in VMEM (+30%).
-          "user11": {"within": (21, 52), "errors": (12, 16), "false": 1}}
+          # v6e 8-bit Adam step whose large operands memory-space assignment placed whole in VMEM (+30%). Scored:
+          # 21/52, 12/16; 24/52, 13/16 with GeM's reduced transcendentals and the lane-roll rule (78f7f2d, 69c3445).
+          "user11": {"within": (24, 52), "errors": (13, 16), "false": 1},
+          # user12 (held out, 20 new kinds compiled after the freeze at 69c3445, scored once): the errors missed are
+          # a connected-components while loop (-50% on the kernels accepted), a parallel cyclic reduction and an
+          # int16 audio kernel with hardware PRNG dither (-17..-23%). On 09f0025, before this session: 23/64, 12/16.
+          "user12": {"within": (23, 64), "errors": (13, 16), "false": 0}}
 
 
 def _cases(root: Path):
