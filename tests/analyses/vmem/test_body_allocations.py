@@ -326,6 +326,14 @@ def test_other_reductions_are_not_spilled_whole_by_this_rule(case: str, folder: 
     assert _body(case, folder).reduced_peak_bytes == 0
 
 
+def test_dots_run_one_at_a_time() -> None:
+    """An STFT's cosine and sine transforms of one windowed frame block: the frames are kept across the first
+    dot (the second reads them after it) and its result across the second; the compiler spilled 5.12 MiB."""
+    held = {h.op.rsplit(".", 1)[-1]: h for h in _body("v6e__pallas__stft_hop512_bt768", "user12").held}
+    assert (held["mulf"].shape, held["mulf"].phases) == ((768, 1024), (0, 1))
+    assert (held["matmul"].shape, held["matmul"].phases) == ((768, 512), (1, 2))
+
+
 @pytest.mark.parametrize("case, folder, peak_mib, spilled_mib", [
     ("v7x__pallas__prune24_bf16_n4096_bk64", "user9", 6.0, 6.28),    # 8 lane taps of a 2:4 window, 6 live at once
     ("v5e__pallas__conv1d_bf16_t4096_k4_bm64", "user4", 3.0, 3.07),  # 3 lane taps, all hoisted
