@@ -295,7 +295,7 @@ def _wide_rotate(op: Operation) -> bool:
     256-wide f32 block spilled nothing)."""
     if not op.name.endswith(_ROTATE_SUFFIXES) or not op.operands:
         return False
-    t = _type(op.operands[0])
+    t = op.result_types[0] if op.result_types else None  # the operand's type: it may be a loop's block argument
     dim = getattr(op.attributes.get("dimension"), "value", op.attributes.get("dimension"))
     if not isinstance(t, ShapedType) or not isinstance(dim, int) or not t.shape:
         return False
