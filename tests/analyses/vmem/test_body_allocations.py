@@ -196,7 +196,10 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # user13 (held out, 20 new kinds compiled after the freeze at 30c9136, scored once): 8/68, 8/12, two false
           # E1001 (LPC kernels whose 32 rolled taps were counted all hoisted, +110%/+182%); with rolled values counted
           # halfway, one (the v5e LPC, +65%). On 09f0025: 8/68, 6/12, no false error.
-          "user13": {"within": (8, 68), "errors": (8, 12), "false": 1}}
+          "user13": {"within": (8, 68), "errors": (8, 12), "false": 1},
+          # user14 (held out, 19 new kinds compiled after the freeze at ed04451, scored once): 13/55, 16/21 (10/21 on
+          # 09f0025); the two false E1001 (v5e FAVOR+ +103%, v5e Adam-mini +228%) are the same on both models.
+          "user14": {"within": (13, 55), "errors": (16, 21), "false": 2}}
 
 
 def _cases(root: Path):
