@@ -9,7 +9,7 @@ that propagation, enough to size each value on one device:
   is exact: the shard's dims are the global dims divided by the tiles;
 * elementwise ops, converts, copies and in-place updates keep their operand's split; a transpose permutes
   it; a broadcast keeps the operand's splits on the dims it maps to; a reduce keeps the splits of the dims it
-  keeps; a dot keeps the splits of its batch and free dims (one operand's free dims as the partitioner
+  keeps; a convolution keeps its batch split; a dot keeps the splits of its batch and free dims (one operand's free dims as the partitioner
   gathers the other when both are split), capped at the device count;
 * loop state, call arguments and tuple elements carry their split into the called computations;
 * a reshape hands each group of dims' split to the group's major dim, a slice keeps the splits of the dims it
@@ -182,6 +182,8 @@ class Propagation:
             return self._reduce(inst, operands[0])
         if op == "dot" and len(operands) >= 2:
             return self._dot(comp, inst, operands[0], operands[1])
+        if op == "convolution" and operands and isinstance(operands[0], Split):
+            return _convolved(inst, operands[0]) or self._pieces_only(inst, operands)
         if op in ELEMENTWISE_KEEP:
             result = self._elementwise(inst, operands)
         elif _sorts_along_a_dim(inst):
@@ -342,9 +344,16 @@ class Propagation:
         if shape is None or shape.is_tuple:
             return operands[0] if operands else self._whole(shape)
         same = [f for f in operands if isinstance(f, Split) and f.tiles is not None and len(f.tiles) == len(shape.dims)]
-        if same:
-            return max(same, key=lambda f: f.pieces)
-        return self._pieces_only(inst, operands)
+        if not same:
+            return self._pieces_only(inst, operands)
+        best = max(same, key=lambda f: f.pieces)
+        if best.pieces == 1 and any(isinstance(f, Split) and f.pieces > 1 for f in operands):
+            # The operand whose dims are known is whole (a replicated bias, a broadcast of a whole value) and
+            # another is split into pieces whose dims were lost (past a gather or a custom call): the result is
+            # as split as that one, not whole. Only then: a split with known dims still wins over more pieces
+            # without them (pieces always winning split a v7x tp optimizer update 8-way, past its 4 shards).
+            return self._pieces_only(inst, operands)
+        return best
 
     def _broadcast(self, inst: Instruction, src: Split) -> Split:
         shape = inst.shape
@@ -408,6 +417,27 @@ class Propagation:
             if moved is not None:
                 return moved
         return Split(max(1, min(math.prod(tiles), self.devices)), tuple(tiles))
+
+
+def _convolved(inst: Instruction, lhs: Split) -> Split | None:
+    """A convolution keeps its input's batch split with the output's dims known (`dim_labels` name the batch
+    dim `b` on both sides), as the partitioner splits a data-parallel convolution by its batch: what reads it
+    downstream (zeros a scatter or pad writes into, elementwise ops) is then split like it, not only by a
+    divisor. None when the batch is not split (a weight gradient contracts the batch: no split is known)."""
+    shape = inst.shape
+    labels = (inst.attr("dim_labels") or "").split("->")
+    if shape is None or not shape.is_array or lhs.tiles is None or len(labels) != 2:
+        return None
+    lhs_labels, out_labels = labels[0].split("_")[0], labels[1]
+    if len(lhs_labels) != len(lhs.tiles) or len(out_labels) != len(shape.dims) or "b" not in lhs_labels \
+            or "b" not in out_labels:
+        return None
+    batch_tile = lhs.tiles[lhs_labels.index("b")]
+    if batch_tile <= 1:
+        return None
+    tiles = [1] * len(shape.dims)
+    tiles[out_labels.index("b")] = batch_tile
+    return Split(batch_tile, tuple(tiles))
 
 
 def _filled_from_no_data(comp: Computation, producer: Instruction) -> bool:

@@ -427,3 +427,33 @@ def test_a_dots_two_largest_free_dims_are_laid_out_minor_when_they_fill_the_lane
     # A free dim under 128 lanes is not put minor: the choice stays leaf_bytes' cheapest order.
     projection = _dot("16,2048,3072,16", "{0,1}")
     assert _dot_minor_dims(projection, projection.shape) == ()
+
+
+# An outer product (a dot that contracts nothing) read by a reduce: the [4096, 4096] f32 product is a
+# broadcast-multiply fused into the reduce, never a buffer; CONTRACT makes it an ordinary dot over dim 1.
+OUTER_PRODUCT = """HloModule outer
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+
+ENTRY %main (u: f32[4096,1], v: f32[1,4096]) -> f32[4096] {
+  %u = f32[4096,1]{1,0} parameter(0)
+  %v = f32[1,4096]{1,0} parameter(1)
+  %p = f32[4096,4096]{1,0} dot(%u, %v)CONTRACT
+  %t = f32[4096,4096]{1,0} tanh(%p)
+  %zero = f32[] constant(0)
+  ROOT %r = f32[4096]{0} reduce(%t, %zero), dimensions={1}, to_apply=%add
+}
+"""
+
+
+def test_a_dot_that_contracts_nothing_is_fused_like_a_broadcast_multiply():
+    def buffers(contract: str) -> set[str]:
+        sim = simulate(load_text(OUTER_PRODUCT.replace("CONTRACT", contract), "o.txt")[0], predict=True)
+        return {b.value.inst.name for b in sim.buffers if b.bytes >= 64 * 2**20}
+    assert "p" not in buffers("")
+    assert "p" not in buffers(", lhs_contracting_dims={}, rhs_contracting_dims={}")
+    assert "p" in buffers(", lhs_contracting_dims={1}, rhs_contracting_dims={0}")

@@ -284,3 +284,49 @@ def test_zeros_a_sharding_annotation_reads_are_created_split():
     other = parse_module(ZEROS_THEN_CONSTRAINT.replace("%zero = f32[] constant(0)", "%zero = f32[1024]{0} constant({...})")
                          .replace("broadcast(%zero), dimensions={}", "broadcast(%zero), dimensions={1}"))
     assert shard_factors(other)[(other.entry.name, "z")].pieces == 1
+
+
+CONV_BATCH_SPLIT = """HloModule m, num_partitions=4
+
+ENTRY %main (x: f32[64,32,32,16], k: f32[3,3,16,32]) -> f32[64,32,32,32] {
+  %x = f32[64,32,32,16]{3,2,1,0} parameter(0), sharding={devices=[4,1,1,1]<=[4]}
+  %k = f32[3,3,16,32]{3,2,1,0} parameter(1), sharding={replicated}
+  %c = f32[64,32,32,32]{3,2,1,0} convolution(%x, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %zero = f32[] constant(0)
+  %z = f32[64,32,32,32]{3,2,1,0} broadcast(%zero), dimensions={}
+  ROOT %m = f32[64,32,32,32]{3,2,1,0} maximum(%c, %z)
+}
+"""
+
+
+def test_a_convolution_keeps_its_batch_split_with_its_dims():
+    # The batch split is known on the output's batch dim, so the zeros the ReLU compares with are created split.
+    module = parse_module(CONV_BATCH_SPLIT)
+    splits = shard_factors(module)
+    entry = module.entry.name
+    assert splits[(entry, "c")] == Split(4, (4, 1, 1, 1))
+    assert splits[(entry, "z")] == Split(4, (4, 1, 1, 1))
+    # Batch labelled elsewhere on the output (an NCHW-like layout): the split follows the label.
+    moved = parse_module(CONV_BATCH_SPLIT.replace("f32[64,32,32,32]{3,2,1,0} convolution", "f32[32,32,64,32]{3,2,1,0} convolution")
+                         .replace("dim_labels=b01f_01io->b01f", "dim_labels=b01f_01io->01bf"))
+    assert shard_factors(moved)[(moved.entry.name, "c")] == Split(4, (1, 1, 4, 1))
+    # A convolution whose input is split only off its batch (a weight gradient contracts the batch): pieces only.
+    grad = parse_module(CONV_BATCH_SPLIT.replace("devices=[4,1,1,1]<=[4]", "devices=[1,1,1,4]<=[4]"))
+    assert shard_factors(grad)[(grad.entry.name, "c")] == Split(4)
+
+
+def test_an_elementwise_op_with_a_whole_operand_of_known_dims_takes_the_other_operands_pieces():
+    module = parse_module("""HloModule m, num_partitions=4
+
+ENTRY %main (t: f32[32000,1024], i: s32[8192], b: f32[8192,1024]) -> f32[8192,1024] {
+  %t = f32[32000,1024]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  %i = s32[8192]{0} parameter(1), sharding={devices=[4]<=[4]}
+  %b = f32[8192,1024]{1,0} parameter(2), sharding={replicated}
+  %g = f32[8192,1024]{1,0} custom-call(%t, %i), custom_call_target="my_lookup"
+  ROOT %a = f32[8192,1024]{1,0} add(%g, %b)
+}
+""")
+    splits = shard_factors(module)
+    entry = module.entry.name
+    assert splits[(entry, "g")] == Split(4)  # the custom call's result: 4 pieces, dims unknown
+    assert splits[(entry, "a")] == Split(4)  # not the replicated operand's whole split
