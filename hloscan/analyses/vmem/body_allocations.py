@@ -19,7 +19,7 @@ from hloscan.analyses.vmem.tiling import LANES, VREG_FILE_BYTES, padded_bytes, v
 # quantisation, cosine similarity) and sometimes spills other values beside it (4.4). Measured on user1 alone
 # (RMSNorm, softmax, cross-entropy, top-k, LayerNorm backward: 20 kernels) it was 0.80-1.08, on user1..user4
 # (central 90%) 0.09-2.67, which user5..user7 did not hold to.
-HELD_SPREAD = Spread(0.03, 4.42, 177)  # 0.0-4.7 over 154 before the rules for values reduced over rows, for rolled values and for dots run one at a time
+HELD_SPREAD = Spread(0.03, 4.42, 178)  # 0.0-4.7 over 154 before the rules for values reduced over rows, for rolled values and for dots run one at a time; 178 with sublane rolls
 # What the register file keeps of values held across control flow: 48 of its 64 vregs (a controlled grid of
 # f32 dots computed before a `pl.when` spilled the result but 192 KiB for every block shape). Values held
 # across a reduction spilled whole (median; -0.2..+0.45 MiB around it) when larger than 16 vregs; up to that

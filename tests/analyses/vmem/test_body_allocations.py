@@ -186,20 +186,24 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # user11 (held out, 17 new kinds compiled after the freeze at 13fd580, scored once): the false error is a
           # v6e 8-bit Adam step whose large operands memory-space assignment placed whole in VMEM (+30%). Scored:
           # 21/52, 12/16; 24/52, 13/16 with GeM's reduced transcendentals and the lane-roll rule (78f7f2d, 69c3445).
-          "user11": {"within": (24, 52), "errors": (13, 16), "false": 1},
+          "user11": {"within": (25, 52), "errors": (13, 16), "false": 1},
           # user12 (held out, 20 new kinds compiled after the freeze at 69c3445, scored once): the errors missed are
           # a connected-components while loop (-50% on the kernels accepted), a parallel cyclic reduction and an
           # int16 audio kernel with hardware PRNG dither (-17..-23%). On 09f0025, before this session: 23/64, 12/16.
           # Scored 23/64, 13/16; 24/64, 15/16 after rules it taught (dots in turn, rolls of loop values and sources),
           # 24/64, 14/16 with rolled values counted halfway between hoisted and in order (user13's LPC).
-          "user12": {"within": (24, 64), "errors": (14, 16), "false": 0},
+          "user12": {"within": (24, 64), "errors": (15, 16), "false": 0},
           # user13 (held out, 20 new kinds compiled after the freeze at 30c9136, scored once): 8/68, 8/12, two false
           # E1001 (LPC kernels whose 32 rolled taps were counted all hoisted, +110%/+182%); with rolled values counted
           # halfway, one (the v5e LPC, +65%). On 09f0025: 8/68, 6/12, no false error.
           "user13": {"within": (8, 68), "errors": (8, 12), "false": 1},
           # user14 (held out, 19 new kinds compiled after the freeze at ed04451, scored once): 13/55, 16/21 (10/21 on
           # 09f0025); the two false E1001 (v5e FAVOR+ +103%, v5e Adam-mini +228%) are the same on both models.
-          "user14": {"within": (13, 55), "errors": (16, 21), "false": 2}}
+          # Then sublane rolls of computed values counted as rolled values (mosaic/body._sublane_roll_of_computed): an
+          # associative scan's carried rows (user11 -46% -> +2%), a connected-components loop's 1024x1024 E1001 found
+          # (user12), MobileNet depthwise taps -83/-87% -> +4/-8% and a v6e E1001 found (user14): within 5% 539 -> 542
+          # and errors found 244 -> 247 over user1-14 and jax's kernels, no new false error.
+          "user14": {"within": (14, 55), "errors": (17, 21), "false": 2}}
 
 
 def _cases(root: Path):
@@ -347,7 +351,10 @@ def test_dots_run_one_at_a_time() -> None:
     ("v7x__pallas__prune24_bf16_n4096_bk64", "user9", 6.0, 6.28),    # 8 lane taps of |x| and |x| itself
     ("v5e__pallas__conv1d_bf16_t4096_k4_bm64", "user4", 2.5, 3.07),  # 3 lane taps, all hoisted
     ("v6e__pallas__st3d_f32_512x512_bz4", "user7", 1.5, 2.58),       # 4 planes, each loaded after the last store
-    ("v6e__pallas__cc_512x512", "user12", 1.5, 4.18),                # a while loop's carried labels rolled 4 ways
+    ("v6e__pallas__cc_512x512", "user12", 2.5, 4.18),                # a while loop's carried labels rolled 4 ways
+    # sublane rolls of computed values: a depthwise conv's taps of its expanded activations, a Jacobi grid
+    ("v5e__pallas__mb_16x32_c128_e512", "user14", 4.0, 3.80),
+    ("v5e__pallas__jacobi_f32_512x512_it16", "user5", 3.5, 4.31),
 ])
 def test_rolled_values_live_at_once_are_spilled(case: str, folder: str, peak_mib: float, spilled_mib: float) -> None:
     """What the compiler spilled (LLO_BREAKDOWN.tsv) for lane rolls of blocks wider than a vreg, which the peak
@@ -365,7 +372,7 @@ def test_many_rolled_taps_count_halfway() -> None:
 
 @pytest.mark.parametrize("case, folder", [
     ("v7x__pallas__rope_f32_s8192_d256_bs4096", "user2"),  # a roll by 128 lanes renames vregs: nothing spilled
-    ("v5e__pallas__conv1d_k4_bf16_bt512_bd512", "user2"),  # rows rolled (sublanes): not counted, nothing spilled
+    ("v5e__pallas__conv1d_k4_bf16_bt512_bd512", "user2"),  # loaded rows rolled (sublanes): reloadable, nothing spilled
 ])
 def test_rolls_that_do_not_count(case: str, folder: str) -> None:
     assert _body(case, folder).rotated_peak_bytes == 0

@@ -69,6 +69,8 @@ _TRANSCENDENTAL_SUFFIXES = frozenset({"exp", "exp2", "expm1", "log", "log1p", "l
 _REGISTER_FILE_BYTES = 64 * _VREG_BYTES
 _DOT_SUFFIX = "tpu.matmul"
 _ROTATE_SUFFIXES = ("tpu.dynamic_rotate", "tpu.rotate")
+# Ops that only regroup what they read: rows concatenated or sliced from loaded rows can be loaded again.
+_RECOMBINING_SUFFIXES = ("tpu.concatenate", "vector.concatenate", "vector.extract_strided_slice")
 _LOAD_SUFFIXES = ("vector.load", "tpu.vector_load", "tpu.load", "tpu.strided_load", "vector.transfer_read")
 
 _REGION = "tpu.region"
@@ -322,7 +324,7 @@ def _store_ordered_first(operations: list[Operation], inputs_of: dict[int, list[
 def _wide_rotate(op: Operation) -> bool:
     """A rotate (`pltpu.roll`) across vregs: along the lanes of a value wider than one vreg by an amount that
     is not known to be whole vregs (a roll by 128 lanes only renames vregs: RoPE's half rotation of a
-    256-wide f32 block spilled nothing)."""
+    256-wide f32 block spilled nothing), or along the sublanes of a computed value (`_sublane_roll_of_computed`)."""
     if not op.name.endswith(_ROTATE_SUFFIXES) or not op.operands:
         return False
     t = op.result_types[0] if op.result_types else None  # the operand's type: it may be a loop's block argument
@@ -332,9 +334,37 @@ def _wide_rotate(op: Operation) -> bool:
     rank = len(t.shape)
     amount = _constant_int(op.operands[1]) if len(op.operands) > 1 else \
         getattr(op.attributes.get("amount"), "value", op.attributes.get("amount"))
-    # Rolls along the sublanes are left out: counted the same way they made 3 estimates worse than 5 better
-    # (a causal conv's rows shifted by 1..3 and sliced, 0 spilled, fixtures/oracle_new/user2).
-    return dim % rank == rank - 1 and t.shape[-1] > LANES and not (isinstance(amount, int) and amount % LANES == 0)
+    if dim % rank == rank - 1:
+        return t.shape[-1] > LANES and not (isinstance(amount, int) and amount % LANES == 0)
+    return dim % rank == rank - 2 and _sublane_roll_of_computed(op, t, amount)
+
+
+def _sublane_roll_of_computed(op: Operation, t: ShapedType, amount: Any) -> bool:
+    """A roll along the sublanes across vregs of a value the body computed (not rows it can load again): a
+    depthwise conv's taps of its expanded activations, a lattice's or grid's carried state rolled by one row.
+    Rows loaded from a ref, or combined elementwise from loaded rows only, are reloadable and do not count: a
+    causal conv's rows shifted by 1..3 spilled nothing (fixtures/oracle_new/user2); counting every sublane roll
+    made 3 estimates worse than 5 better."""
+    rows = _VREG_ROWS * lane_packing(scalar_bits(type_text(t.element)) or 32)
+    if len(t.shape) < 2 or t.shape[-2] <= rows or (isinstance(amount, int) and amount % rows == 0):
+        return False
+    return not _reloadable(op.operands[0])
+
+
+def _reloadable(value: Any, depth: int = 0) -> bool:
+    """A value the body can load or generate again rather than keep: a load, constant or iota, or an elementwise
+    combination, concatenation or slice of such values only (a causal conv's zero rows and upcast block). A loop's carried value (a block argument) and anything a reduction, dot or
+    roll computed are not."""
+    if not isinstance(value, OpResult) or depth > 16:
+        return False
+    op = _source(value).op
+    if op.name.endswith(_FREE_SUFFIXES + _REGENERATED_SUFFIXES + _LOAD_SUFFIXES):
+        return True
+    dialect = op.name.split(".")[-2] if op.name.count(".") else ""
+    if op.regions or not (dialect in ("arith", "math") or op.name.endswith(_RECOMBINING_SUFFIXES)):
+        return False
+    inputs = [v for v in op.operands if _is_vector(v)]
+    return bool(inputs) and all(_reloadable(v, depth + 1) for v in inputs)
 
 
 def _constant_int(value: Any) -> int | None:
