@@ -14,6 +14,7 @@ from hloscan.hlo.gcpause import gc_paused
 from hloscan.hlo.ir import Module
 from hloscan.hlo.mlir_input import reject_mlir
 from hloscan.hlo.nesting import check_nesting
+from hloscan.hlo.recognize import recognised
 from hloscan.hlo.shapes import parse_fragment, parse_shape
 from hloscan.hlo.values import ShapeError
 from hloscan.hlo.validate import validate_module
@@ -35,14 +36,18 @@ def split_modules(text: str) -> list[tuple[int, str]]:
     return [(offset, chunk) for offset, chunk in chunks if _HAS_CODE.search(chunk)]
 
 
-# The default mode (strict=None) parses texts up to this many characters with the full grammar and every
-# attribute-value check (as strict as XLA's parser: a hand-written module or a lit test costs well under a
-# second); bigger texts, which are machine-printed dumps, take the line-oriented fast path.
+# The default mode (strict=None) holds texts up to this many characters to the grammar's verdict and every
+# attribute-value check (as strict as XLA's parser: a hand-written module, a lit test, a small dump); bigger
+# texts, which are machine-printed dumps, take the line-oriented fast path with the cheap checks only.
 STRICT_AUTO_MAX_CHARS = 256 * 1024
 
 
 def resolve_strict(strict: bool | None, size: int) -> bool:
-    """The parse mode in force: True (full grammar) or False (fast path) as asked, else chosen by size."""
+    """Whether the grammar's checks are in force: True or False as asked, else chosen by size.
+
+    In the default mode (None) a small text gets them without necessarily running the grammar: the fast path
+    reads it, recognize.py confirms every part the fast path leaves unchecked is in a form the grammar accepts,
+    and only a text it cannot confirm is parsed with the grammar (see parse_module's `checked`)."""
     return size <= STRICT_AUTO_MAX_CHARS if strict is None else strict
 
 
@@ -54,6 +59,7 @@ def parse_text(text: str, path: str | None = None, strict: bool | None = None) -
     path. Line endings are normalised first (XLA treats CR as whitespace; this keeps line numbers right
     for CRLF and lone-CR files alike).
     """
+    checked = strict is None and len(text) <= STRICT_AUTO_MAX_CHARS
     strict = resolve_strict(strict, len(text))
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -61,15 +67,36 @@ def parse_text(text: str, path: str | None = None, strict: bool | None = None) -
     if not chunks:
         raise HloSyntaxError("no HLO module found (the input is empty or holds only comments)", 1, 1, "", path)
     with gc_paused():
-        return [parse_module(chunk, path, offset, strict) for offset, chunk in chunks]
+        return [parse_module(chunk, path, offset, strict, checked) for offset, chunk in chunks]
 
 
-def parse_module(text: str, path: str | None = None, line_offset: int = 0, strict: bool = False) -> Module:
+def parse_module(text: str, path: str | None = None, line_offset: int = 0, strict: bool = False,
+                 checked: bool = False) -> Module:
+    """Parse and validate one module. `strict`: the full grammar; else the fast path (falling back to the
+    grammar where it cannot go). `checked`: the grammar's verdict at the fast path's cost: the fast path's
+    module when recognize.py confirms the grammar accepts all of it (it then gets the strict mode's checks),
+    else the strict path's. Either way the result, or the error and its position, is the strict path's."""
+    if checked:
+        module = _recognised_fast(text, path, line_offset)
+        if module is not None:
+            check_nesting(text, path, line_offset)  # as the strict path does before the grammar
+            validate_module(module, text, path, thorough=True, line_offset=line_offset)
+            return module
+        strict = True
     module = _build_module(text, path, line_offset, strict)
     # XLA's parser also rejects semantic errors (undefined names, bad literals, ...); the checks that
     # read attribute values only run in strict mode so big dumps stay fast.
     validate_module(module, text, path, thorough=strict, line_offset=line_offset)
     return module
+
+
+def _recognised_fast(text: str, path: str | None, line_offset: int) -> Module | None:
+    """The fast path's module when every part of it is in a form the grammar accepts, else None."""
+    try:
+        module = parse_module_fast(text, path, line_offset)
+    except (FastPathUnsupported, HloSyntaxError):
+        return None
+    return module if recognised(module, text) else None
 
 
 def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -> Module:
