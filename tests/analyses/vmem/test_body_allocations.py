@@ -203,7 +203,12 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # associative scan's carried rows (user11 -46% -> +2%), a connected-components loop's 1024x1024 E1001 found
           # (user12), MobileNet depthwise taps -83/-87% -> +4/-8% and a v6e E1001 found (user14): within 5% 539 -> 542
           # and errors found 244 -> 247 over user1-14 and jax's kernels, no new false error.
-          "user14": {"within": (14, 55), "errors": (17, 21), "false": 2}}
+          "user14": {"within": (14, 55), "errors": (17, 21), "false": 2},
+          # user17 (held out, 18 new kinds compiled after the freeze at 911ec84, scored once): 23/62, 6/10 (eval_real,
+          # whose check raises HLO201 only past the stated error: 5/10), no false E1001. The errors missed are kernels
+          # whose spill the body model does not see: slot attention's and a count-min sketch's one-hot dot operands
+          # (-58%, -99% on the kernels accepted), a Monte-Carlo option pricer's paths (-47%).
+          "user17": {"within": (23, 62), "errors": (6, 10), "false": 0}}
 
 
 def _cases(root: Path):
