@@ -117,6 +117,20 @@ def _tail_is_plain(tail: str) -> bool:
     return balanced_counts(bare)
 
 
+# An instruction continued over more lines than this is left to the grammar (a kernel's JSON takes a dozen).
+_MAX_CONTINUED = 10_000
+
+
+def _depth(line: str) -> int:
+    """Brackets the line opens minus those it closes, strings skipped (FastPathUnsupported for a string left
+    open: a string may not span lines, the grammar reports it)."""
+    if '"' in line:
+        line = _QUOTED.sub(lambda m: "" if m.group(1) else '"', line)
+        if '"' in line:
+            raise FastPathUnsupported("a string left open at a line end")
+    return line.count("{") + line.count("(") + line.count("[") - line.count("}") - line.count(")") - line.count("]")
+
+
 def body_rows(text: str, start: int, end: int, lines: int) -> list[tuple] | None:
     """The instructions of the body text[start:end] (`lines` lines) as plain tuples, when every line is a
     common one: (name, opcode, shape text, operand names, literal, attribute tail, is root, column, sigil).
@@ -326,8 +340,28 @@ class _LineParser:
                 self.i = i + 1
                 return instructions
             else:
+                last = i
+                if _depth(text) > 0:  # continued on the next lines (jax pretty-prints a kernel's cost_estimate JSON)
+                    text, last = self._continued(i)
                 append(self._general_instruction(text, i))
+                i = last
             i += 1
+
+    def _continued(self, first: int) -> tuple[str, int]:
+        """The instruction that starts on line `first` and closes its brackets on a later line, as one text with
+        its line ends, and the index of its last line. A string across lines, or brackets that never close
+        within _MAX_CONTINUED lines, are left to the strict grammar."""
+        lines = self.lines
+        depth = _depth(lines[first])
+        last = first
+        while depth > 0:
+            last += 1
+            if last >= len(lines) or last - first > _MAX_CONTINUED:
+                raise FastPathUnsupported(f"unclosed brackets from line {first + 1}")
+            depth += _depth(lines[last])
+        if depth < 0:
+            raise FastPathUnsupported(f"unbalanced brackets at line {last + 1}")
+        return "\n".join(lines[first : last + 1]), last
 
     def _signature(self, text: str):
         m = _ARRAY_SIGNATURE.fullmatch(text)
