@@ -13,7 +13,7 @@ from hloscan.hlo.fastpath import FastPathUnsupported, parse_module_fast
 from hloscan.hlo.gcpause import gc_paused
 from hloscan.hlo.ir import Module
 from hloscan.hlo.mlir_input import reject_mlir
-from hloscan.hlo.nesting import check_nesting
+from hloscan.hlo.nesting import MAX_NESTING, check_nesting
 from hloscan.hlo.recognize import recognised
 from hloscan.hlo.shapes import parse_fragment, parse_shape
 from hloscan.hlo.values import ShapeError
@@ -79,7 +79,8 @@ def parse_module(text: str, path: str | None = None, line_offset: int = 0, stric
     if checked:
         module = _recognised_fast(text, path, line_offset)
         if module is not None:
-            check_nesting(text, path, line_offset)  # as the strict path does before the grammar
+            if not _shallow(text):
+                check_nesting(text, path, line_offset)  # as the strict path does before the grammar
             validate_module(module, text, path, thorough=True, line_offset=line_offset)
             return module
         strict = True
@@ -88,6 +89,29 @@ def parse_module(text: str, path: str | None = None, line_offset: int = 0, stric
     # read attribute values only run in strict mode so big dumps stay fast.
     validate_module(module, text, path, thorough=strict, line_offset=line_offset)
     return module
+
+
+# Strings and comments as nesting.py's scanner skips them; then every character but a bracket.
+_STRINGS_AND_COMMENTS = re.compile(r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+(?:"|\\?(?=\n|\Z))|/\*[\s\S]*?(?:\*/|\Z)|//[^\n]*')
+_NOT_BRACKETS = re.compile(r"[^(){}\[\]]++")
+_AS_PARENTHESES = str.maketrans("{[}]", "(())")
+
+
+def _shallow(text: str) -> bool:
+    """True when no bracket of the text is nested more than MAX_NESTING deep, decided in C-speed passes (check_nesting
+    walks every bracket in Python, a quarter of a small dump's parse). Brackets of any kind are one kind, as there;
+    each pass of removing `()` pairs peels one level of matched pairs, and the unmatched openers left over can add
+    at most their number, so `passes + leftover openers <= MAX_NESTING` bounds the depth. False: count exactly."""
+    if text.count("(") + text.count("{") + text.count("[") <= MAX_NESTING:
+        return True
+    brackets = _NOT_BRACKETS.sub("", _STRINGS_AND_COMMENTS.sub("", text)).translate(_AS_PARENTHESES)
+    passes = 0
+    while "()" in brackets:
+        brackets = brackets.replace("()", "")
+        passes += 1
+        if passes > MAX_NESTING:
+            return False
+    return passes + brackets.count("(") <= MAX_NESTING
 
 
 def _recognised_fast(text: str, path: str | None, line_offset: int) -> Module | None:

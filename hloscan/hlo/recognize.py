@@ -14,10 +14,9 @@ raises on any input: an exception from a helper counts as "not recognised".
 
 from __future__ import annotations
 
-import functools
 import re
 
-from hloscan.hlo.attrs import NAME, closing_bracket, split_top_level
+from hloscan.hlo.attrs import NAME, closing_bracket, split_top_level, strip_comments_and_space
 from hloscan.hlo.ir import LITERAL_OPCODES, Module
 
 # The grammar's terminals (hlo.lark), anchored for fullmatch.
@@ -100,7 +99,7 @@ def recognised(module: Module, text: str) -> bool:
 def _recognised(module: Module, text: str) -> bool:
     if _ODD_BLANKS.search(text) or not _header_ok(module, text):
         return False
-    tails, literal = _tail, _literal
+    attributes, literal = _instruction_attrs, _literal
     for comp in module.computations:
         if not _name_ok(comp.name):
             return False
@@ -113,8 +112,12 @@ def _recognised(module: Module, text: str) -> bool:
             for op in inst.operands:
                 if op.name is None or op.name in _NOT_IDENT:
                     return False
-            if inst.attrs_text and not tails(inst.attrs_text):
-                return False
+            if inst.attrs_text:
+                pairs = attributes(inst.attrs_text)
+                if pairs is None:
+                    return False
+                if "_attrs" not in inst.__dict__:  # Instruction.attrs' cache: validation reads them next
+                    inst.__dict__["_attrs"] = pairs
             if inst.opcode in LITERAL_OPCODES and inst.literal and not literal(inst.opcode, inst.literal):
                 return False
     return True
@@ -198,32 +201,42 @@ def _entry_layout(value: str) -> bool:
 
 # ------------------------------------------------------------------------------------------ attributes
 
-@functools.lru_cache(maxsize=65536)
-def _tail(tail: str) -> bool:
-    return _attribute_tail(tail, _instruction_value)
+def _instruction_attrs(tail: str) -> tuple[tuple[str, str], ...] | None:
+    """The (name, value) pairs of an instruction's attribute text, exactly as `split_attributes` gives them, when
+    every comma-separated part is an attribute whose value the grammar takes; else None."""
+    if "/*" in tail and tail.rstrip(" \t").endswith("*/"):
+        return None  # the strict path's attribute text ends at the last value, the fast path's after the comment
+    return _attribute_pairs(tail, _instruction_value)
 
 
 def _attribute_tail(tail: str, value_ok) -> bool:
-    """`, key=value, key=value`: every comma-separated part an attribute whose value `value_ok` takes."""
-    if "/*" in tail:
-        if tail.rstrip(" \t").endswith("*/"):
-            return False  # the strict path's attribute text ends at the last value, the fast path's after the comment
-        # The printer's `/*index=N*/` is a blank to the grammar, except that `{` then a comment then a digit is
-        # no layout brace (LAYOUT_OPEN looks ahead for the digit): leave those to the grammar.
-        if _BRACE_COMMENT_RE.search(tail):
-            return False
-        tail = _INDEX_COMMENT_RE.sub(" ", tail)
+    return _attribute_pairs(tail, value_ok) is not None
+
+
+def _attribute_pairs(tail: str, value_ok) -> tuple[tuple[str, str], ...] | None:
+    """`, key=value, key=value`: the (key, value) pairs when every part is an attribute `value_ok` takes."""
     parts = split_top_level(tail)
-    if parts[0].strip():
-        return False
+    if parts[0].strip(" \t"):
+        return None
+    pairs = []
     for part in parts[1:]:
         m = _ATTR_HEAD_RE.match(part)
         if m is None:
-            return False
-        value = part[m.end() :].rstrip(" \t")
-        if not value or not value_ok(m.group(1), value):
-            return False
-    return True
+            return None
+        value = strip_comments_and_space(part[m.end() :])  # as split_attributes does
+        if not value:
+            return None
+        checked = value
+        if "/*" in value:
+            # The printer's `/*index=N*/` is a blank to the grammar, except that `{` then a comment then a digit
+            # is no layout brace (LAYOUT_OPEN looks ahead for the digit): leave those to the grammar.
+            if _BRACE_COMMENT_RE.search(value):
+                return None
+            checked = _INDEX_COMMENT_RE.sub(" ", value)
+        if not value_ok(m.group(1), checked):
+            return None
+        pairs.append((m.group(1), value))
+    return tuple(pairs)
 
 
 def _instruction_value(key: str, value: str) -> bool:
