@@ -442,6 +442,10 @@ def _internal_allowances(kernel: MosaicKernel, blocks: list[BlockEstimate], conf
     # the per-generation fit is for kernels whose every input arrives through a VMEM window.
     manual_dma = any(b.role == "input" and b.memory_space in ("any", "hbm") for b in blocks)
     scores = spilled_scores_scratch(kernel) if manual_dma else attention_scores_scratch(kernel, gen)
+    if scores is None:
+        # No score matrix the attention rules size: what the body keeps across its loops and branches still
+        # spills, as in any kernel (slot attention's k and v, computed before its routing loop).
+        scores = body_allocations.across_control_flow_allowance(kernel.body)
     return [a for a in (found, scores) if a is not None]
 
 

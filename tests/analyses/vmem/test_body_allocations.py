@@ -447,3 +447,15 @@ def test_estimates_hold_what_they_say_of_themselves() -> None:
     print(f"stated {held}/{stated}, exact {exact_held}/{exact}")
     assert held >= 364 and held >= 0.93 * stated
     assert exact_held >= 10 and exact_held >= 0.85 * exact
+
+
+def test_an_attention_like_kernel_still_counts_what_it_keeps_across_its_loop() -> None:
+    """Slot attention (exp of dot results, so the attention rules apply) computes k and v (6400x256 bf16) before
+    its routing `fori_loop` and reads them in every iteration: they are kept whole across the loop and spilled
+    (the compiler's spill, LLO_BREAKDOWN.tsv: 9.47 MiB; without this allowance the estimate was its windows)."""
+    case = "v6e__pallas__slot_n6400_d256_s8"
+    root = USER1.parent / "user17"
+    (kernel,) = estimate_module(_module(case, root), "v6e", None)
+    (allowance,) = [a for a in kernel.estimate.allowances if a.rule == "held-across-control-flow"]
+    assert allowance.size >= 2 * 6400 * 256 * 2 - 48 * 4096
+    assert "6400x256" in allowance.why and allowance.size <= _spill(root, case)
