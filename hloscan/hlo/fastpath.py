@@ -38,7 +38,9 @@ _COMPUTATION_END = re.compile(r"\}(?:,[ \t]*execution_thread=(\"[^\"\\]*+(?:\\.[
 _HEADER = re.compile(r"HloModule[ \t]+%?(" + _NAME + r"):?")
 _TABLE_STRING = re.compile(r"(\d+)[ \t]+(\"[^\"\\]*+(?:\\.[^\"\\]*+)*+\")[ \t]*")
 _TABLE_FIELDS = re.compile(r"(\d+)[ \t]+\{(.*)\}[ \t]*")
-_FIELD = re.compile(r"(" + _NAME + r")=(-?\d+)")
+_FIELD = re.compile(r"(" + _NAME + r")=[ \t]*(-?\d+)")
+# The whole inside of a FileLocations/StackFrames entry: fields only (findall alone skipped anything else).
+_FIELDS = re.compile(r"(?:[ \t]*" + _NAME + r"=[ \t]*-?\d+[ \t]*,?)*[ \t]*")
 # XLA's printer puts `/*index=5*/` before every fifth element of a long list (hlo-text-format.md §11).
 _INDEX_COMMENT = r"/\*index=\d+\*/"
 _REFERENCE = r"[ \t]*(?:" + _INDEX_COMMENT + r")?%?" + _NAME + r"[ \t]*"
@@ -252,6 +254,8 @@ class _LineParser:
             elif current in ("FileNames", "FunctionNames") and (m := _TABLE_STRING.fullmatch(line)):
                 tables[current].append((_int(m.group(1)), m.group(2)))
             elif current in ("FileLocations", "StackFrames") and (m := _TABLE_FIELDS.fullmatch(line)):
+                if not _FIELDS.fullmatch(m.group(2)):
+                    raise FastPathUnsupported("stack frame table entry")
                 fields = tuple((k, _int(v)) for k, v in _FIELD.findall(m.group(2)))
                 tables[current].append((_int(m.group(1)), fields))
             else:

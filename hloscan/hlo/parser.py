@@ -118,7 +118,7 @@ def _recognised_fast(text: str, path: str | None, line_offset: int) -> Module | 
     """The fast path's module when every part of it is in a form the grammar accepts, else None."""
     try:
         module = parse_module_fast(text, path, line_offset)
-    except (FastPathUnsupported, HloSyntaxError):
+    except (FastPathUnsupported, HloSyntaxError, RecursionError):  # a shape nested too deep: the strict path says where
         return None
     return module if recognised(module, text) else None
 
@@ -127,8 +127,9 @@ def _build_module(text: str, path: str | None, line_offset: int, strict: bool) -
     if not strict:
         try:
             return parse_module_fast(text, path, line_offset)
-        except (FastPathUnsupported, HloSyntaxError):
-            # Not in printer form, or a bad shape string: the strict path reports it where it stands.
+        except (FastPathUnsupported, HloSyntaxError, RecursionError):
+            # Not in printer form, a bad shape string, or one nested too deep to build: the strict path reports
+            # it where it stands.
             pass
     reject_mlir(text, path, line_offset)  # StableHLO from `lowered.as_text()`: say what to do instead
     check_nesting(text, path, line_offset)

@@ -151,7 +151,7 @@ def _header_ok(module: Module, text: str) -> bool:
 
 
 _TABLE_ORDER = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
-_TABLE_FIELDS_RE = re.compile(r"\d+[ \t]+\{[ \t]*(?:" + NAME + r"=" + _INT + r"[ \t]*,?[ \t]*)*\}[ \t]*")
+_TABLE_FIELDS_RE = re.compile(r"\d+[ \t]+\{[ \t]*(?:" + NAME + r"=[ \t]*" + _INT + r"[ \t]*,?[ \t]*)*\}[ \t]*")
 
 
 def _frames_ok(text: str) -> bool:

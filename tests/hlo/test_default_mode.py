@@ -202,3 +202,17 @@ def test_recogniser_takes_common_attribute_values(tail):
     text = _INSTRUCTION.format(tail)
     assert _recognises(text)
     assert _outcome(text, None)[0] == "ok" and _outcome(text, True)[0] == "ok"
+
+
+_FRAMES = ("HloModule m\n\nFileNames\n1 \"a.py\"\n\nFunctionNames\n1 \"f\"\n\nFileLocations\n"
+           "1 {{file_name_id=1 function_name_id={} line=3}}\n\nStackFrames\n1 {{file_location_id=1 parent_frame_id=0}}\n\n"
+           "ENTRY e {{\n  ROOT p = f32[] parameter(0)\n}}\n")
+
+
+@pytest.mark.parametrize("value", ["1", "\t1", " 1"])
+def test_stack_frame_fields_read_alike_on_every_path(value):
+    # Found by the fuzz campaign: a blank after `=` (the grammar's WS) made the fast path drop the field.
+    text = _FRAMES.format(value)
+    strict = _outcome(text, True)
+    assert strict[0] == "ok"
+    assert _outcome(text, None) == strict and _outcome(text, False) == strict
