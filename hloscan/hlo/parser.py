@@ -55,7 +55,8 @@ def parse_text(text: str, path: str | None = None, strict: bool | None = None) -
     """Parse every module in a text. Raises HloSyntaxError at the first bad module.
 
     `strict`: True runs the full grammar, False the fast path (falling back to the grammar where it
-    cannot go), None (the default) the full grammar for texts up to STRICT_AUTO_MAX_CHARS, else the fast
+    cannot go), None (the default) the strict path's verdict for texts up to STRICT_AUTO_MAX_CHARS (the fast
+    path where recognize.py confirms the grammar accepts the text, else the grammar: see parse_module), else the fast
     path. Line endings are normalised first (XLA treats CR as whitespace; this keeps line numbers right
     for CRLF and lone-CR files alike).
     """

@@ -73,13 +73,14 @@ _WORD_RE = re.compile(r"[^ \t,{}()\[\]]+")
 _SHARDING_KIND = r"(?:replicated|manual|unknown|unreduced)"
 _LAST_TILE_DIMS = r"last_tile_dims=[ \t]*\{[ \t]*" + _SHARDING_KIND.replace("?:", "?:maximal|") \
     + r"(?:[ \t]*,[ \t]*" + _SHARDING_KIND.replace("?:", "?:maximal|") + r")*[ \t]*\}"
-_TILE_ASSIGNMENT = r"(?:" + _INT_BRACKET + r"[ \t]*" + _INT + r"(?:[ \t]*,[ \t]*" + _INT + r")*|" + _IOTA_RE.pattern + r")"
+_TILE_ASSIGNMENT = (r"(?:" + _INT_BRACKET + r"[ \t]*" + _INT + r"(?:[ \t]*,[ \t]*" + _INT + r")*|"
+                    + _IOTA_RE.pattern + r")")
 _SHARDING_BODY_RE = re.compile(
     r"[ \t]*(?:" + _SHARDING_KIND + r"|maximal[ \t]+device=[ \t]*" + _INT
     + r"|devices=[ \t]*" + _TILE_ASSIGNMENT + r"(?:[ \t]+last_tile_dim_replicate)?(?:[ \t]+" + _LAST_TILE_DIMS + r")?"
     + r")[ \t]*")
-_LITERAL_TOKEN_RE = re.compile(r"(?:[ \t]|/\*(?:[^*]|\*(?!/))*\*/)*(?:([{}(),])|(\.\.\.)|(" + "|".join((_FLOAT, _NAN, _INF, _INT, "true", "false"))
-                               + r")(?![A-Za-z0-9_.\-]))")
+_LITERAL_TOKEN_RE = re.compile(r"(?:[ \t]|/\*(?:[^*]|\*(?!/))*\*/)*(?:([{}(),])|(\.\.\.)|("
+                               + "|".join((_FLOAT, _NAN, _INF, _INT, "true", "false")) + r")(?![A-Za-z0-9_.\-]))")
 # Characters Python's str.strip()/split() take for blanks but the grammar's WS does not (the fast path uses them).
 _ODD_BLANKS = re.compile("[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 

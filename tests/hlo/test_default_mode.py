@@ -182,14 +182,17 @@ def test_recogniser_takes_good_literals(literal):
 
 _INSTRUCTION = ("HloModule m\n\nENTRY e {{\n  p = f32[8]{{0}} parameter(0)\n"
                 "  ROOT c = f32[8]{{0}} custom-call(p), custom_call_target=\"x\"{}\n}}\n")
-REJECTED_TAILS = [", metadata={op_name=\"a\" source_line=1.5}", ", sharding={devices=[2]0,1 bogus}", ", window={size=3y3}",
+REJECTED_TAILS = [", metadata={op_name=\"a\" source_line=1.5}", ", sharding={devices=[2]0,1 bogus}",
+                  ", window={size=3y3}",
                   ", replica_groups=mesh['a'=2] {'a'}", ", dim_labels=b01f_01io-b01", ", slice={[0:1:2:3]}",
                   ", to_apply={ x = f32[] add(p, p) }", ", foo=f32", ", foo=1x2_3", ", sharding={replicated}, junk",
                   ", backend_config={\"a\": {}"]
-ACCEPTED_TAILS = ["", ", metadata={op_name=\"a\" source_line=12}", ", sharding={devices=[2,1]0,1 last_tile_dim_replicate}",
+ACCEPTED_TAILS = ["", ", metadata={op_name=\"a\" source_line=12}",
+                  ", sharding={devices=[2,1]0,1 last_tile_dim_replicate}",
                   ", sharding={{replicated}, /*index=1*/{maximal device=0}}", ", window={size=3x3 pad=1_1x1_1}",
                   ", replica_groups={{0,1},{2,3}}", ", replica_groups=[2,2]<=[4]", ", backend_config={\"a\": [1, {}]}",
-                  ", frontend_attributes={_xla=\"x\"}", ", foo={a=1, b={2,3}}", ", operand_layout_constraints={f32[8]{0}}"]
+                  ", frontend_attributes={_xla=\"x\"}", ", foo={a=1, b={2,3}}",
+                  ", operand_layout_constraints={f32[8]{0}}"]
 
 
 @pytest.mark.parametrize("tail", REJECTED_TAILS)
@@ -205,7 +208,8 @@ def test_recogniser_takes_common_attribute_values(tail):
 
 
 _FRAMES = ("HloModule m\n\nFileNames\n1 \"a.py\"\n\nFunctionNames\n1 \"f\"\n\nFileLocations\n"
-           "1 {{file_name_id=1 function_name_id={} line=3}}\n\nStackFrames\n1 {{file_location_id=1 parent_frame_id=0}}\n\n"
+           "1 {{file_name_id=1 function_name_id={} line=3}}\n\n"
+           "StackFrames\n1 {{file_location_id=1 parent_frame_id=0}}\n\n"
            "ENTRY e {{\n  ROOT p = f32[] parameter(0)\n}}\n")
 
 
