@@ -74,7 +74,7 @@ ORACLE = FIXTURES / "oracle_new"
 FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 34, 34), "sharded4": (34, 38, 40),
           "sharded5": (29, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36),
           "sharded9": (22, 27, 31), "sharded10": (25, 30, 32), "sharded11": (27, 31, 32), "sharded12": (29, 33, 34),
-          "sharded13": (23, 29, 29), "sharded14": (24, 36, 36)}
+          "sharded13": (23, 29, 29), "sharded14": (24, 36, 36), "sharded18": (24, 30, 31)}
 # sharded10 (16 more kinds, held out, compiled after the freeze at 10a704a, scored once on it): 20/32 and 28/32 with
 # one false error, a v7x Memorizing Transformer (+307%: its approximate top-k over a 32k-entry memory). Then:
 # top-k, sort and PartialReduce keep their operand's split on the dims they do not work along, zeros and iotas
@@ -98,6 +98,11 @@ FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 3
 # once): 24/36 and 36/36, no false E1000, all 12 OOMs flagged; after optimization within 5% 34/36. Its misses:
 # reversible-layer and DiLoCo steps over (+19..+31%), DGCNN's kNN graph features and a chunked-CE step under
 # (-28..-41%), a v7x blockwise-attention step +41% (an OOM, flagged).
+# sharded18 (12 more kinds, held out, compiled after the freeze at 911ec84, whose HBM code is 50251b7's, scored once): 24/31
+# and 30/31, no false E1000, all 14 OOMs flagged; after optimization within 5% 15/17. The one disagreement is a warning
+# within the stated error on an accepted v5e IMPALA V-trace step (+34%); a weight-offload generation loop (-40%) and a
+# LlamaGen CFG loop (-44%) are under but their OOMs flagged. The same on the session's starting model (3f8c45e).
+# (sharded15-17 were compiled by the session of 2026-12-05, whose submission did not land: their data is not here.)
 FALSE_ERRORS: dict[str, int] = {}
 
 
