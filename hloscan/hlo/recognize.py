@@ -277,20 +277,23 @@ def _called_name(value: str) -> bool:
     return _name_ok(value)
 
 
+def _braced_inner(value: str) -> str | None:
+    """What a `{...}` value holds (None: not braced)."""
+    return value[1:-1] if value.startswith("{") and value.endswith("}") else None
+
+
 def _name_list(value: str) -> bool:
-    if not (value.startswith("{") and value.endswith("}")):
+    inner = _braced_inner(value)
+    if inner is None:
         return False
-    inner = value[1:-1]
-    if not inner.strip():
-        return True
-    return all(_called_name(part.strip()) for part in inner.split(","))
+    return not inner.strip() or all(_called_name(part.strip()) for part in inner.split(","))
 
 
 def _frontend_attributes(value: str) -> bool:
     """`{key="value", key2={raw json}}` (frontend_attrs)."""
-    if not (value.startswith("{") and value.endswith("}")):
+    inner = _braced_inner(value)
+    if inner is None:
         return False
-    inner = value[1:-1]
     if not inner.strip():
         return True
     for part in split_top_level(inner):
