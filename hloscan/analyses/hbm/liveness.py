@@ -71,6 +71,10 @@ FUSING_READERS = (CHEAP | {"reduce"}) - {"concatenate", "pad"}
 # Elementwise consumers XLA fuses into a dot's output (_output_fused_shape).
 OUTPUT_FUSED = frozenset({"convert", "multiply", "divide", "select", "add", "subtract", "maximum", "minimum", "negate",
                           "transpose", "reshape", "bitcast"})
+# A minor dimension this small is not kept minor by XLA's layout assignment in a loop's relaid copy (it pads 2x or
+# more): a Jamba decoder's f32 SSM state [.., 8192, 16] printed {4,3,2,1,0} was not 8x padded in the compiled loop,
+# while a KV cache [.., 12, 64] kept its printed order and padding (fixtures/oracle_new/sharded13, sharded18).
+_TINY_MINOR = 64
 # Ops whose result is usually far smaller than what they read: the prediction schedules them early (_ready_order).
 SHRINKING = frozenset({"dot", "reduce", "convolution"})
 # Fused computations of these opcodes are part of one instruction, never simulated on their own.
@@ -373,8 +377,27 @@ class Simulator:
         if entry is None or printed is None or not entry.is_array or entry.layout is None or not entry.layout.tiles:
             return False
         if printed.layout is not None and tuple(printed.layout.minor_to_major) != tuple(entry.layout.minor_to_major):
+            self._size_in_printed_layout(self.values[out], printed)
             return True
         return self._retiled_for_loop(entry)
+
+    def _size_in_printed_layout(self, value: Value, printed: Shape) -> None:
+        """The loop's copy of a relaid argument takes the printed layout's padding too, not the cheapest order's: a
+        LlamaGen CFG loop's K and V caches [.., 640, 12, 64], printed {4,3,2,1,0}, were 2.67x their data in the
+        loop's (16,128) tiles (two 11.25G buffers per device on v5e, fixtures/oracle_new/sharded18), while the
+        entry layout {2,4,3,1,0} spared that padding; sized the cheapest way the step was -44%."""
+        shape = Shape(printed.element_type, printed.dims, printed.dynamic)  # untiled: the default tiles apply
+        if not printed.is_array or printed.layout is None or not printed.dims:
+            return
+        order = tuple(printed.layout.minor_to_major)
+        if printed.dims[order[0]] < _TINY_MINOR:
+            return  # layout assignment moves a tiny minor dim (a Mamba state's 16) where it pads less
+        split = value.split
+        local = split.local_shape(shape) if split is not None and split.pieces > 1 else shape
+        if local is not None:
+            value.bytes = _tiled_bytes(local, order)
+        elif split is not None:
+            value.bytes = -(-_tiled_bytes(shape, order) // split.pieces)
 
     def _retiled_for_loop(self, entry: Shape) -> bool:
         """A 16-bit argument in 8-row tiles on a generation whose loops take 16-row tiles (v7x), re-tiled when that
