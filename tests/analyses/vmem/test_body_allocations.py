@@ -208,7 +208,11 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # whose check raises HLO201 only past the stated error: 5/10), no false E1001. The errors missed are kernels
           # whose spill the body model does not see: slot attention's and a count-min sketch's one-hot dot operands
           # (-58%, -99% on the kernels accepted), a Monte-Carlo option pricer's paths (-47%).
-          "user17": {"within": (23, 62), "errors": (6, 10), "false": 0}}
+          "user17": {"within": (23, 62), "errors": (6, 10), "false": 0},
+          # user18 (held out, 16 new kinds compiled after the freeze at c75e9cd, scored once): 6/59, 4/5, no false E1001.
+          # The same counts on the session's starting model (3f8c45e); the sublane-roll rule moved Perona-Malik and
+          # red-black SOR from -13..-37% to -11..-23%.
+          "user18": {"within": (6, 59), "errors": (4, 5), "false": 0}}
 
 
 def _cases(root: Path):
