@@ -72,9 +72,9 @@ ORACLE = FIXTURES / "oracle_new"
 # gather (a vmapped embedding lookup, `operand_batching_dims`) takes its indices' splits as an unbatched one does: the
 # v6e GPT ensemble (members x data mesh) +57% E1000 -> -8%: 22/31 and 27/31; every other folder unchanged.
 FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 34, 34), "sharded4": (34, 38, 40),
-          "sharded5": (29, 36, 40), "sharded6": (31, 35, 37), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36),
+          "sharded5": (29, 36, 40), "sharded6": (30, 35, 36), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36),
           "sharded9": (22, 27, 31), "sharded10": (25, 30, 32), "sharded11": (27, 31, 32), "sharded12": (29, 33, 34),
-          "sharded13": (23, 29, 29), "sharded14": (24, 36, 36), "sharded18": (25, 30, 31)}
+          "sharded13": (23, 29, 29), "sharded14": (24, 36, 36), "sharded18": (25, 30, 31), "sharded19": (16, 21, 22)}
 # sharded10 (16 more kinds, held out, compiled after the freeze at 10a704a, scored once on it): 20/32 and 28/32 with
 # one false error, a v7x Memorizing Transformer (+307%: its approximate top-k over a 32k-entry memory). Then:
 # top-k, sort and PartialReduce keep their operand's split on the dims they do not work along, zeros and iotas
@@ -105,6 +105,12 @@ FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 3
 # Then a donated cache relaid for its generation loop is sized in the layout the loop prints (its padding too) unless
 # that layout's minor dim is tiny: a LlamaGen CFG loop's K/V caches [.., 12, 64] -44% -> -1%, decode loops of
 # sharded10-14 -13..-8% -> -5..0%; sharded18 25/31, every other count unchanged.
+# A program rejected for something else than HBM is no longer scored (sharded6's v6e Swin step, a compiler error
+# with a memory report, had counted as within 15% and as an OOM missed: sharded6 31/37 -> 30/36, verdicts 35/36).
+# sharded19 (8 more kinds, held out, compiled after the freeze at c75e9cd with that rule, scored once): 16/22 and 21/22,
+# no false E1000, all 9 OOMs flagged, after optimization within 5% 12/13. The disagreement is a warning within the
+# stated error (a v5p gossip-averaging step, +13%); YOCO generation loops (-58%, -59%) and a prompt-lookup decoding
+# loop (-53%) are under. A v5p YOCO loop the compiler rejected for scoped VMEM (E1001 in a fusion) is not scored.
 # (sharded15-17 were compiled by the session of 2026-12-05, whose submission did not land: their data is not here.)
 FALSE_ERRORS: dict[str, int] = {}
 
@@ -141,6 +147,8 @@ def test_per_device_prediction_before_partitioning(folder: str) -> None:
         before = _stage(case, "before_optimizations")
         if want is None or before is None:
             continue
+        if row["verdict"] != "ok" and row["error_kind"] != "hbm_temporaries_oom":
+            continue  # rejected for something else than HBM (scoped VMEM in a fusion): no HBM verdict to agree with
         r = _simulated(before, row["generation"])
         oom = row["verdict"] != "ok"
         total += 1
