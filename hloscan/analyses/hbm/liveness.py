@@ -181,6 +181,17 @@ def leaf_bytes(shape: Shape, default_tiles: bool, minor: tuple[int, ...] = ()) -
         return 0
 
 
+def _per_device(shape: Shape, split, size_of) -> int:
+    """One device's share of an array leaf that `size_of` sizes: the shard's size when the split's tiles are known,
+    else the whole divided by its pieces (the whole when nothing splits it)."""
+    if not isinstance(split, Split) or split.pieces <= 1:
+        return size_of(shape)
+    local = split.local_shape(shape)
+    if local is not None:
+        return size_of(local)
+    return -(-size_of(shape) // split.pieces)
+
+
 def _tiled_bytes(shape: Shape, order: tuple[int, ...]) -> int:
     physical = tuple(shape.dims[d] for d in reversed(order))
     tiles, e_bits = default_tiling(shape.element_type, physical)
@@ -257,12 +268,7 @@ class Simulator:
 
     def _device_bytes(self, shape: Shape, split, minor: tuple[int, ...] = ()) -> int:
         """One device's bytes of an array leaf (the whole array unless the module is split over devices)."""
-        if not isinstance(split, Split) or split.pieces <= 1:
-            return leaf_bytes(shape, self.predict, minor)
-        local = split.local_shape(shape)
-        if local is not None:
-            return leaf_bytes(local, self.predict, minor)
-        return -(-leaf_bytes(shape, self.predict, minor) // split.pieces)
+        return _per_device(shape, split, lambda s: leaf_bytes(s, self.predict, minor))
 
     def _leaves(self, tree: Tree) -> list[int]:
         if isinstance(tree, int):
@@ -361,8 +367,9 @@ class Simulator:
 
     def _relaid_for_loop(self, out: int, number: int, index: tuple[int, ...]) -> bool:
         """Whether a donated argument that a while loop updates is laid out otherwise in the loop than in the
-        entry layout: XLA copies it in to the loop's layout and back into the argument's buffer at the end, so
-        the loop's copy is a buffer of its own. The loop takes the layout the instruction prints (XLA's layout
+        entry layout (the loop's copy, value `out`, is then sized in that layout: `_size_in_printed_layout`): XLA
+        copies it in to the loop's layout and back into the argument's buffer at the end, so the loop's copy is a
+        buffer of its own. The loop takes the layout the instruction prints (XLA's layout
         assignment kept a KV cache {4,3,2,1,0} in the generation loop though the entry layout made it {4,2,3,1,0}
         to spare padding), in a generation's own tiles (v7x: 16-bit arrays in 16-row tiles, entry arguments in
         8). Decode loops over caches laid out so, compiled: two cache-sized copies in a multi-LoRA server
@@ -386,18 +393,13 @@ class Simulator:
         LlamaGen CFG loop's K and V caches [.., 640, 12, 64], printed {4,3,2,1,0}, were 2.67x their data in the
         loop's (16,128) tiles (two 11.25G buffers per device on v5e, fixtures/oracle_new/sharded18), while the
         entry layout {2,4,3,1,0} spared that padding; sized the cheapest way the step was -44%."""
-        shape = Shape(printed.element_type, printed.dims, printed.dynamic)  # untiled: the default tiles apply
         if not printed.is_array or printed.layout is None or not printed.dims:
             return
         order = tuple(printed.layout.minor_to_major)
         if printed.dims[order[0]] < _TINY_MINOR:
             return  # layout assignment moves a tiny minor dim (a Mamba state's 16) where it pads less
-        split = value.split
-        local = split.local_shape(shape) if split is not None and split.pieces > 1 else shape
-        if local is not None:
-            value.bytes = _tiled_bytes(local, order)
-        elif split is not None:
-            value.bytes = -(-_tiled_bytes(shape, order) // split.pieces)
+        untiled = Shape(printed.element_type, printed.dims, printed.dynamic)  # the default tiles apply
+        value.bytes = _per_device(untiled, value.split, lambda s: _tiled_bytes(s, order))
 
     def _retiled_for_loop(self, entry: Shape) -> bool:
         """A 16-bit argument in 8-row tiles on a generation whose loops take 16-row tiles (v7x), re-tiled when that
@@ -495,7 +497,8 @@ class Simulator:
             return src[1] if isinstance(src, list) and len(src) > 1 else src
         if op in ("dynamic-update-slice", "scatter") and operands:
             return self._in_place(comp, inst, operands)
-        if self.predict and (op in CHEAP or _outer_product(inst)) and not self._kept_for_later(comp, inst, operands):
+        fusible = op in CHEAP or _outer_product(inst)
+        if self.predict and fusible and not self._kept_for_later(comp, inst, operands):
             deps = frozenset(v for t in operands for v in self._leaves(t))
             if op == "convert" and self.invariants:
                 deps = self._hoist_convert(inst, deps)
@@ -1240,7 +1243,8 @@ def _outer_product(inst: Instruction) -> bool:
     fuses into its readers like any elementwise op. Counted as a buffer of its own, a capsule network's
     prediction vectors (an outer product per capsule pair) took its train steps to +131..+159% of the compiler's
     figure before optimization, -22..-10% with this (a held-out set of 2026-12-05 whose dumps did not land)."""
-    return inst.opcode == "dot" and not (inst.attr("lhs_contracting_dims") or "").strip("{} ")
+    raw = inst.attr("lhs_contracting_dims")
+    return inst.opcode == "dot" and (raw is None or parse_int_list(raw) == [])
 
 
 def _ready_order(comp: Computation) -> list[Instruction]:

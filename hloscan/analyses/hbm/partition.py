@@ -9,8 +9,8 @@ that propagation, enough to size each value on one device:
   is exact: the shard's dims are the global dims divided by the tiles;
 * elementwise ops, converts, copies and in-place updates keep their operand's split; a transpose permutes
   it; a broadcast keeps the operand's splits on the dims it maps to; a reduce keeps the splits of the dims it
-  keeps; a convolution keeps its batch split; a dot keeps the splits of its batch and free dims (one operand's free dims as the partitioner
-  gathers the other when both are split), capped at the device count;
+  keeps; a convolution keeps its batch split; a dot keeps the splits of its batch and free dims (one operand's
+  free dims as the partitioner gathers the other when both are split), capped at the device count;
 * loop state, call arguments and tuple elements carry their split into the called computations;
 * a reshape hands each group of dims' split to the group's major dim, a slice keeps the splits of the dims it
   keeps whole, a concatenation of alike-split operands along an unsplit dim keeps their split;

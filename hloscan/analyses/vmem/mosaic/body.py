@@ -353,12 +353,12 @@ def _sublane_roll_of_computed(op: Operation, t: ShapedType, amount: Any) -> bool
 
 def _reloadable(value: Any, depth: int = 0) -> bool:
     """A value the body can load or generate again rather than keep: a load, constant or iota, or an elementwise
-    combination, concatenation or slice of such values only (a causal conv's zero rows and upcast block). A loop's carried value (a block argument) and anything a reduction, dot or
-    roll computed are not."""
+    combination, concatenation or slice of such values only (a causal conv's zero rows and upcast block). A
+    loop's carried value (a block argument) and anything a reduction, dot or roll computed are not."""
     if not isinstance(value, OpResult) or depth > 16:
         return False
     op = _source(value).op
-    if op.name.endswith(_FREE_SUFFIXES + _REGENERATED_SUFFIXES + _LOAD_SUFFIXES):
+    if op.name.endswith(_FREE_SUFFIXES):  # loads, constants and iotas
         return True
     dialect = op.name.split(".")[-2] if op.name.count(".") else ""
     if op.regions or not (dialect in ("arith", "math") or op.name.endswith(_RECOMBINING_SUFFIXES)):
