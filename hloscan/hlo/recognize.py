@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-from hloscan.hlo.attrs import NAME, closing_bracket, split_top_level, strip_comments_and_space
-from hloscan.hlo.ir import LITERAL_OPCODES, Module
+from hloscan.hlo.attrs import CALL_ATTRS, NAME, closing_bracket, split_top_level, strip_comments_and_space
+from hloscan.hlo.ir import ELEMENT_BITS, LITERAL_OPCODES, Module
 
 # The grammar's terminals (hlo.lark), anchored for fullmatch.
 _STRING = r'"[^"\\\n\r]*+(?:\\.[^"\\\n\r]*+)*+"'
@@ -27,8 +27,7 @@ _DXD = r"\d+(?:x\d+)+"
 _PAD = r"-?\d+_-?\d+(?:_-?\d+)?(?:x-?\d+_-?\d+(?:_-?\d+)?)*"
 _NAN = r"-?nan(?:\(0x[0-9a-fA-F]+\))?"
 _INF = r"-?inf"
-_ELEMENT_TYPES = frozenset("""f8e4m3b11fnuz f8e5m2fnuz f8e4m3fnuz f8e8m0fnu f8e4m3fn f4e2m1fn f6e3m2fn f6e2m3fn f8e5m2
-f8e4m3 f8e3m4 opaque token pred bf16 c128 s16 s32 s64 u16 u32 u64 f16 f32 f64 c64 s1 s2 s4 s8 u1 u2 u4 u8""".split())
+_ELEMENT_TYPES = frozenset(ELEMENT_BITS)  # the grammar's element types are XLA's
 # Words the grammar's lexer never reads as a plain identifier (keywords, or terminals of higher priority).
 _NOT_IDENT = _ELEMENT_TYPES | {"ROOT", "ENTRY", "true", "false", "nan", "inf", "HloModule"}
 
@@ -84,8 +83,8 @@ _LITERAL_TOKEN_RE = re.compile(r"(?:[ \t]|/\*(?:[^*]|\*(?!/))*\*/)*(?:([{}(),])|
 # Characters Python's str.strip()/split() take for blanks but the grammar's WS does not (the fast path uses them).
 _ODD_BLANKS = re.compile("[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
-_CALL_KEYS = frozenset({"calls", "to_apply", "body", "condition", "true_computation", "false_computation", "select",
-                        "scatter"})
+# Attributes naming one called computation (the list-valued ones are `_name_list`s).
+_CALL_KEYS = frozenset(CALL_ATTRS) - {"branch_computations", "called_computations"}
 
 
 def recognised(module: Module, text: str) -> bool:
