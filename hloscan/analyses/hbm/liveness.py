@@ -136,6 +136,7 @@ class Simulation:
     peak_position: int
     positions: list[tuple[Computation, Instruction]] = field(default_factory=list)
     host_copies: int = 0  # device copies of host-memory arguments the prediction placed
+    kept_scores: int = 0  # dots whose masked f32 scores the prediction kept (`Simulator.keep_masked_scores`)
 
     def live_at_peak(self) -> list[BufferLife]:
         live = [b for b in self.buffers if b.role == "temp" and b.start <= self.peak_position <= b.end]
@@ -218,11 +219,14 @@ class Simulator:
     """Builds values and buffers for one module; `run()` returns the Simulation."""
 
     def __init__(self, module: Module, predict: bool, generation: str | None = None,
-                 hoist_host_copies: bool = False):
+                 hoist_host_copies: bool = False, keep_masked_scores: bool = True):
         self.module = module
         self.predict = predict
         self.hoist_host_copies = hoist_host_copies
         self.host_copies = 0  # device copies of host-memory entry arguments (prediction mode)
+        # Scores masked per example are kept in f32 unless XLA must rematerialise them (`analyze`).
+        self.keep_masked_scores = keep_masked_scores
+        self.kept_scores = 0
         self.uf = _UnionFind()
         self.values: list[Value] = []
         self.position = 0
@@ -552,8 +556,11 @@ class Simulator:
             readers = self._readers(comp, end.name)
             nxt = readers[0] if len(readers) == 1 else None
             if nxt is not None and nxt.opcode == "call":
-                nxt, selects = self._masking_call_output(comp, nxt, end.name)
-                masked |= selects
+                call = nxt
+                nxt, selects = self._masking_call_output(comp, call, end.name)
+                if nxt is None and self.keep_masked_scores:
+                    nxt = selects = self._masked_per_example(comp, call, end.name)
+                masked |= bool(selects)
             elif nxt is not None and nxt.opcode in OUTPUT_FUSED:
                 masked |= _applies_mask(comp, nxt)
             else:
@@ -564,7 +571,27 @@ class Simulator:
         if (not masked or len(readers) < 2 or element_bits(end.shape) <= element_bits(shape)
                 or not any(r.opcode == "reduce" for r in readers)):
             return shape
+        self.kept_scores += end.opcode == "call"
         return Shape(end.shape.element_type, shape.dims, shape.dynamic, shape.layout)
+
+    def _masked_per_example(self, comp: Computation, call: Instruction, name: str) -> Instruction | None:
+        """jax's `_where` returning the select itself, masking operand `name` by a predicate that differs
+        per example (its dims other than the last two are not all 1: padding or prompt lengths, not a causal
+        mask): `call`, else None. The compiled prefill and best-of-n steps kept such f32 scores
+        (f32[24,4,4,4096,5121] twice on v5p, sharded19), where causally masked scores of the same programs
+        stayed the dot's bf16 (yoco's [.., 4096, 4096] beside its kept [.., 4096, 4608], sharded19)."""
+        callee = self._callee(call.attr("to_apply"))
+        if callee is None or callee.root.opcode != "select" or not _applies_mask(callee, callee.root):
+            return None
+        number = next((k for k, op in enumerate(call.operands) if op.name == name), None)
+        param = callee.parameter_instructions.get(number) if number is not None else None
+        if param is None or param.name not in callee.root.operand_names[1:]:
+            return None
+        predicate = next((comp.operand_shape(call, k) for k, p in callee.parameter_instructions.items()
+                          if p.shape is not None and p.shape.element_type == "pred"), None)
+        if predicate is None or not predicate.is_array or math.prod(predicate.dims[:-2]) <= 1:
+            return None
+        return call
 
     def _masking_call_output(self, comp: Computation, call: Instruction, name: str) -> tuple[Instruction | None, bool]:
         """jax's `_where` as a call: the get-tuple-element of `call` whose value masks the operand `name`, and
@@ -1001,7 +1028,7 @@ class Simulator:
             # A scheduled module's temporaries sit at fixed offsets in XLA's heap: the holes count too.
             heap = packed_heap_bytes(Interval(b.start, b.end, b.bytes) for b in temps)
             peak = max(peak, heap or 0)
-        return Simulation(lives, peak, at, self.positions, self.host_copies)
+        return Simulation(lives, peak, at, self.positions, self.host_copies, self.kept_scores)
 
     def _group_bytes(self, members: list[Value]) -> int:
         """A merged buffer's size: its largest member's, or in a prediction the entry argument's it holds (sized
@@ -1155,10 +1182,11 @@ def _fusion_in_place(called: Computation, operands: list[Tree], fresh) -> Tree |
 
 
 def simulate(module: Module, predict: bool, generation: str | None = None,
-             hoist_host_copies: bool = False) -> Simulation:
+             hoist_host_copies: bool = False, keep_masked_scores: bool = True) -> Simulation:
     """`hoist_host_copies`: device copies of host-memory arguments start at the program's start, not at
-    their first use (prediction only; the two bound what XLA's scheduler does)."""
-    return Simulator(module, predict, generation, hoist_host_copies).run()
+    their first use (prediction only; the two bound what XLA's scheduler does). `keep_masked_scores`: scores
+    masked per example stay f32 buffers (off: XLA rematerialised them into their readers)."""
+    return Simulator(module, predict, generation, hoist_host_copies, keep_masked_scores).run()
 
 
 def vmem_for_temporaries(tpu: str | None) -> int:

@@ -278,6 +278,70 @@ def test_causally_masked_scores_are_written_in_f32_and_their_exp_kept():
     assert _temporaries(SOFTMAX.replace("MASKED", "%masked")) == {"s": 4 * 1024 * 1024, "e": 4 * 1024 * 1024}
 
 
+
+# jax's `_where` as a call returning the select itself: scores [B, S, T] of a bf16 dot masked by MASK (a prompt's
+# padding, one row per example, or a causal mask shared by the batch), then a softmax's max and subtract.
+WHERE_CALL = """HloModule where_call
+
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] maximum(%a, %b)
+}
+
+%_where (m: pred[MASK], x: f32[B,1024,1024], y: f32[]) -> f32[B,1024,1024] {
+  %m = pred[MASK]{2,1,0} parameter(0)
+  %mb = pred[B,1024,1024]{2,1,0} broadcast(%m), dimensions={0,1,2}
+  %x = f32[B,1024,1024]{2,1,0} parameter(1)
+  %y = f32[] parameter(2)
+  %yb = f32[B,1024,1024]{2,1,0} broadcast(%y), dimensions={}
+  ROOT %s = f32[B,1024,1024]{2,1,0} select(%mb, %x, %yb)
+}
+
+ENTRY %main (q: bf16[B,1024,128], k: bf16[B,1024,128], mask: pred[MASK]) -> f32[B,1024,1024] {
+  %q = bf16[B,1024,128]{2,1,0} parameter(0)
+  %k = bf16[B,1024,128]{2,1,0} parameter(1)
+  %mask = pred[MASK]{2,1,0} parameter(2)
+  %s = bf16[B,1024,1024]{2,1,0} dot(%q, %k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}
+  %f = f32[B,1024,1024]{2,1,0} convert(%s)
+  %low = f32[] constant(-1e+30)
+  %w = f32[B,1024,1024]{2,1,0} call(%mask, %f, %low), to_apply=%_where
+  %ninf = f32[] constant(-inf)
+  %m = f32[B,1024]{1,0} reduce(%w, %ninf), dimensions={2}, to_apply=%max
+  %mb = f32[B,1024,1024]{2,1,0} broadcast(%m), dimensions={0,1}
+  ROOT %d = f32[B,1024,1024]{2,1,0} subtract(%w, %mb)
+}
+"""
+
+
+def _where_scores(batch: int, mask: str) -> str:
+    return WHERE_CALL.replace("MASK", mask).replace("B", str(batch))
+
+
+def test_scores_masked_per_example_are_kept_in_f32_and_a_shared_mask_leaves_them_bf16():
+    """A per-example mask: the compiled prefill steps kept the dot, convert and `_where` as one fusion writing f32
+    scores (sharded19's prompt-lookup prefill); a causal mask shared by the batch left them the dot's bf16."""
+    per_example = simulate(load_text(_where_scores(4, "4,1024,1024"), "w.txt")[0], predict=True)
+    shared = simulate(load_text(_where_scores(4, "1,1024,1024"), "w.txt")[0], predict=True)
+    def scores(sim):
+        return next(b.bytes for b in sim.buffers if b.value.inst.name == "s")
+    assert (per_example.kept_scores, scores(per_example)) == (1, 4 * 1024 * 1024 * 4)
+    assert (shared.kept_scores, scores(shared)) == (0, 4 * 1024 * 1024 * 2)
+
+
+def test_kept_scores_over_capacity_are_figured_rematerialised():
+    """Over capacity with the f32 scores, XLA's rematerialisation recomputes them in their readers: the figure is
+    the one without them, and a note says so. Under capacity the kept figure stands."""
+    small, = load_text(_where_scores(4, "4,1024,1024"), "before_optimizations.txt")
+    (r,) = analyze_modules([small], "before_optimizations.txt", "v5e", use_reports=False)
+    assert not any("rematerialisation" in n for n in r.notes)
+    big, = load_text(_where_scores(2048, "2048,1024,1024"), "before_optimizations.txt")  # 8G f32 scores
+    kept = simulate(big, predict=True, generation="v5e")
+    fused = simulate(big, predict=True, generation="v5e", keep_masked_scores=False)
+    (r,) = analyze_modules([big], "before_optimizations.txt", "v5e", use_reports=False)
+    assert kept.peak_bytes > fused.peak_bytes and r.temporaries_bytes == fused.peak_bytes
+    assert any("rematerialisation" in n for n in r.notes)
+
 # Optimizer state offloaded to host, moved to the device for the update after a big backward temporary.
 HOST_STATE_UPDATE = """HloModule host_state, entry_computation_layout={(f32[8192,8192]{1,0}, f32[8192,8192]{1,0:S(5)})->(f32[8192,8192]{1,0}, f32[8192,8192]{1,0:S(5)})}
 
