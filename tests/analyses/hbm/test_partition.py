@@ -330,3 +330,23 @@ ENTRY %main (t: f32[32000,1024], i: s32[8192], b: f32[8192,1024]) -> f32[8192,10
     entry = module.entry.name
     assert splits[(entry, "g")] == Split(4)  # the custom call's result: 4 pieces, dims unknown
     assert splits[(entry, "a")] == Split(4)  # not the replicated operand's whole split
+
+
+VOCAB_PROJECTION = """HloModule m, num_partitions=8
+
+ENTRY %main (h: bf16[32,512,256], w: bf16[256,OUT]) -> bf16[32,512,OUT] {
+  %h = bf16[32,512,256]{2,1,0} parameter(0), sharding={devices=[1,1,4,2]<=[8] last_tile_dim_replicate}
+  %w = bf16[256,OUT]{1,0} parameter(1), sharding={devices=[4,2]<=[8]}
+  ROOT %logits = bf16[32,512,OUT]{2,1,0} dot(%h, %w), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+}
+"""
+
+
+def test_partial_sums_of_a_projection_larger_than_its_operands_are_scattered_onto_the_examples():
+    # Both split 4 ways on d, the head also 2 ways on the vocabulary: a result that would be a partial sum is
+    # reduce-scattered onto the lhs's first free dim when it is larger than either operand (logits, as the compiled
+    # v7x Gemma step held them), and all-reduced (left split on the vocabulary only) when it is not.
+    wide = parse_module(VOCAB_PROJECTION.replace("OUT", "32768"))
+    assert shard_factors(wide)[(wide.entry.name, "logits")] == Split(8, (4, 1, 2))
+    narrow = parse_module(VOCAB_PROJECTION.replace("OUT", "128"))
+    assert shard_factors(narrow)[(narrow.entry.name, "logits")] == Split(2, (1, 1, 2))

@@ -71,7 +71,7 @@ ORACLE = FIXTURES / "oracle_new"
 # one false error (that mLSTM loop); with the broadcast rule above 21/31 and 26/31, no false error. Then a batched
 # gather (a vmapped embedding lookup, `operand_batching_dims`) takes its indices' splits as an unbatched one does: the
 # v6e GPT ensemble (members x data mesh) +57% E1000 -> -8%: 22/31 and 27/31; every other folder unchanged.
-FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 34, 34), "sharded4": (34, 38, 40),
+FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 30, 31), "sharded3": (29, 34, 34), "sharded4": (34, 38, 40),
           "sharded5": (29, 36, 40), "sharded6": (29, 35, 36), "sharded7": (21, 27, 28), "sharded8": (23, 34, 36),
           "sharded9": (22, 27, 31), "sharded10": (25, 30, 32), "sharded11": (27, 31, 32), "sharded12": (29, 33, 34),
           "sharded13": (23, 29, 29), "sharded14": (24, 36, 36), "sharded18": (27, 30, 31), "sharded19": (17, 21, 22)}
@@ -116,6 +116,11 @@ FLOORS = {"sharded1": (14, 16, 16), "sharded2": (28, 29, 31), "sharded3": (30, 3
 # a prompt-lookup prefill -53% -> -1%, best-of-n loops -25% -> -5% and -17% -> +11%, a v6e YOCO loop -58% -> +28%;
 # sharded18 27/31, sharded19 17/22; a v5p chunked-prefill step whose per-example-masked scores stayed bf16 0% -> +21%:
 # sharded6 29/36. 404/510 within 15% over all folders (401 before), verdicts unchanged.
+# Then a dot whose operands are both split on the contracted dim, with a result larger than either (a vocabulary
+# projection), has its partial sums reduce-scattered onto the examples: a v7x Gemma FSDP x TP step +128% (E1000) ->
+# -17% (ok), its logits f32[8, 4096, 128000] per device as compiled; two v5e/v5p FSDP x TP steps whose logits had
+# been the predicted peak +6%, +2% -> -15%, -19% (their attention buffers are under): sharded2 verdicts 30/31,
+# sharded3 29/34; 403/510 within 15%, verdicts 487/510.
 # (sharded15-17 were compiled by the session of 2026-12-05, whose submission did not land: their data is not here.)
 FALSE_ERRORS: dict[str, int] = {}
 
