@@ -53,6 +53,23 @@ def test_post_optimisation_layouts_are_not_second_guessed():
     assert _predict("v5e", text) == {}
 
 
+
+# An optimizer step on v7x: it updates the 8 MiB state in place (input_output_aliases) and reads a 4 MiB gradient.
+_IN_PLACE = """HloModule m
+
+ENTRY %main (s: f32[2048,1024], g: bf16[2048,1024]) -> f32[2048,1024] {
+  %s = f32[2048,1024]{1,0} parameter(0)
+  %g = bf16[2048,1024]{1,0} parameter(1)
+  ROOT %o = f32[2048,1024]{1,0} custom-call(%s, %g), custom_call_target="tpu_custom_call", output_to_operand_aliasing={{}: (0, {})}, backend_config="{}"
+}
+"""
+
+
+def test_an_operand_a_kernel_writes_in_place_keeps_its_window_and_leaves_the_budget_to_others():
+    # The result's buffer is the state's, in HBM: MSA prefetched the gradient instead (Sophia, schedule-free AdamW).
+    assert _predict("v7x", _IN_PLACE) == {"o": frozenset({1})}
+    assert _predict("v7x", _IN_PLACE.replace(", output_to_operand_aliasing={{}: (0, {})}", "")) == {"o": frozenset({0, 1})}
+
 def test_in_vmem_sets_memory_space_one():
     module = parse_module(_HLO)
     shape = next(inst.shape for _, inst in module.instructions() if inst.name == "q")
