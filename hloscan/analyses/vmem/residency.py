@@ -43,6 +43,7 @@ this is an estimate and the finding says so.
 
 from __future__ import annotations
 
+import math
 import re
 import weakref
 from dataclasses import replace
@@ -129,19 +130,32 @@ def _local_readers(comp: Computation, calls: list[Instruction]) -> dict[str, set
     return readers
 
 
+# Data bytes from which an array written in place stays in HBM (`_written_in_place`).
+_IN_PLACE_STATE_BYTES = 1 << 20
+
+
 def _written_in_place(comp: Computation, calls: list[Instruction]) -> set[str]:
-    """Values a kernel writes its result into (`input_output_aliases`, the custom call's
-    output_to_operand_aliasing) and no other kernel reads: the result's buffer is the operand's, so MSA leaves it
-    in HBM. On v7x, where single-use values are prefetched, such operands kept their windows in 20 of 23 kernels
-    (optimizer steps updating their state in place: Sophia, schedule-free AdamW, an FDTD stencil's fields,
-    fixtures/oracle_new/user17-18), and the operands read beside them took the VMEM instead."""
+    """Arrays of at least `_IN_PLACE_STATE_BYTES` of data that a kernel writes its result into
+    (`input_output_aliases`, the custom call's output_to_operand_aliasing) and no other kernel reads: the result's
+    buffer is the operand's, so MSA leaves it in HBM. On v7x, where single-use values are prefetched, such state
+    arrays (2.25-64 MiB: Sophia, schedule-free AdamW and CAME moments, an FDTD stencil's fields,
+    fixtures/oracle_new/user13-19) all kept their windows and the operands read beside them took the VMEM instead;
+    small columns of per-row statistics updated in place (f32[4096, 1], 16 KiB of data) were moved whole
+    (Adam-mini, CAME; every generation)."""
     written: dict[str, set[str]] = {}
     readers = _local_readers(comp, calls)
     for inst in calls:
         for pos in _aliased_operands(inst):
-            if pos < len(inst.operands) and (root := _root(comp, inst.operands[pos].name)) is not None:
+            shape = comp.operand_shape(inst, pos) if pos < len(inst.operands) else None
+            if shape is None or not shape.is_array or _data_bytes(shape) < _IN_PLACE_STATE_BYTES:
+                continue
+            if (root := _root(comp, inst.operands[pos].name)) is not None:
                 written.setdefault(root, set()).add(inst.name)
     return {root for root, kernels in written.items() if readers.get(root, set()) <= kernels}
+
+
+def _data_bytes(shape: Shape) -> int:
+    return math.prod(shape.dims or (1,)) * (ELEMENT_BITS.get(shape.element_type, 32) or 32) // 8
 
 
 def _aliased_operands(inst: Instruction) -> list[int]:

@@ -69,6 +69,9 @@ def test_an_operand_a_kernel_writes_in_place_keeps_its_window_and_leaves_the_bud
     # The result's buffer is the state's, in HBM: MSA prefetched the gradient instead (Sophia, schedule-free AdamW).
     assert _predict("v7x", _IN_PLACE) == {"o": frozenset({1})}
     assert _predict("v7x", _IN_PLACE.replace(", output_to_operand_aliasing={{}: (0, {})}", "")) == {"o": frozenset({0, 1})}
+    # A column of per-row statistics updated in place (16 KiB of data) is still moved whole (Adam-mini, CAME).
+    column = _IN_PLACE.replace("f32[2048,1024]", "f32[4096,1]")
+    assert _predict("v7x", column) == {"o": frozenset({0, 1})}
 
 def test_in_vmem_sets_memory_space_one():
     module = parse_module(_HLO)
