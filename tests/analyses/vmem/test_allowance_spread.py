@@ -114,6 +114,7 @@ COVERAGE_FLOORS = {
     "user14": (48, 55),  # held out: compiled after the freeze at ed04451 (VMEM code of b976032), scored once
     "user17": (61, 62),  # held out: compiled after the freeze at 911ec84, scored once
     "user18": (57, 59),  # held out: compiled after the freeze at c75e9cd, scored once
+    "user19": (52, 54),  # held out: compiled after the freeze at 5e76ac9, scored once
 }
 
 
