@@ -152,7 +152,10 @@ def body_rows(text: str, start: int, end: int, lines: int) -> list[tuple] | None
         if tail:
             if tail[-1] in " \t":
                 tail = tail.rstrip()
-            if not tail_is_plain(tail):
+            # _tail_is_plain's first test, inlined (two calls per line were a tenth of the rows' time)
+            if not (tail.count("{") == tail.count("}") and tail.count("(") == tail.count(")")
+                    and tail.count("[") == tail.count("]") and "//" not in tail and "/*" not in tail
+                    or tail_is_plain(tail)):
                 return None
         literal, names = None, ()
         if opcode in literal_opcodes:
@@ -168,20 +171,67 @@ def body_rows(text: str, start: int, end: int, lines: int) -> list[tuple] | None
 def _instructions(rows: list[tuple], first_line: int) -> list[Instruction]:
     """The Instructions of consecutive rows, the first on line `first_line`. All in C but the loop:
     tuple.__new__ builds the NamedTuple records (Operand(name, None, (), None) for each operand name, then
-    the Instruction) without a Python-level __new__ call each."""
+    the Instruction) without a Python-level __new__ call each; a row without operands (a parameter, a
+    constant: a quarter of a dump) skips building the empty tuple through map and zip."""
     new, operand_type, nones, empties = tuple.__new__, repeat(Operand), repeat(None), repeat(())
     return [new(Instruction, (name, opcode, parse_shape(shape_text),
-                              tuple(map(new, operand_type, zip(names, nones, empties, nones))),
+                              tuple(map(new, operand_type, zip(names, nones, empties, nones))) if names else (),
                               tail, is_root, literal, first_line + k, col))
             for k, (name, opcode, shape_text, names, literal, tail, is_root, col, _) in enumerate(rows)]
+
+
+class _Lines:
+    """The text's lines by index, each cut from the text when asked for.
+
+    `text.split("\n")` copied a whole dump into line strings (48 MB and 450k objects for gpt48) although the
+    parser reads few of them: bodies are read in bulk from the text itself (body_rows). A cursor (a line
+    index and the offset where that line starts) moves to each line asked for, a few lines at a time, and
+    jumps past a body read in bulk (`seek`)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.count = text.count("\n") + 1  # len(text.split("\n"))
+        self.at, self.pos = 0, 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def start(self, index: int) -> int:
+        """The offset where line `index` starts; len(text) past the last line."""
+        k, pos, text = self.at, self.pos, self.text
+        while k < index:
+            newline = text.find("\n", pos)
+            if newline < 0:  # past the last line (a text cut short)
+                return len(text)
+            pos = newline + 1
+            k += 1
+        while k > index:
+            pos = text.rfind("\n", 0, pos - 1) + 1
+            k -= 1
+        self.at, self.pos = k, pos
+        return pos
+
+    def seek(self, index: int, offset: int) -> None:
+        """Line `index` starts at `offset` (as the caller found)."""
+        self.at, self.pos = index, offset
+
+    def __getitem__(self, index: int) -> str:
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        return self.span(index, index)
+
+    def span(self, first: int, last: int) -> str:
+        """Lines `first` to `last` as they stand in the text: `"\n".join(lines[first : last + 1])`."""
+        begin = self.start(first)
+        end = self.text.find("\n", self.start(last) if last != first else begin)
+        return self.text[begin:end] if end >= 0 else self.text[begin:]
 
 
 class _LineParser:
     def __init__(self, text: str, path: str | None, line_offset: int, rows: RowsOf = body_rows):
         self.text = text
         self.rows = rows
-        self.lines = text.split("\n")
-        self.anchor = (0, 0)  # (line index, offset in text of that line's start), moved forward only
+        self.lines = _Lines(text)
         self.path = path
         self.offset = line_offset
         self.i = 0
@@ -285,38 +335,26 @@ class _LineParser:
         return Computation(m.group(2), tuple(instructions), bool(m.group(1)), params, result, end.group(1),
                            number + 1 + self.offset, col)
 
-    def _line_start(self, index: int) -> int:
-        """The offset in the text where line `index` starts (from the anchor, which only moves forward:
-        computations are read in order and only a few lines lie between one body and the next)."""
-        k, pos = self.anchor
-        text = self.text
-        while k < index:
-            newline = text.find("\n", pos)
-            if newline < 0:  # past the last line (a text cut short): nothing left to read in bulk
-                return len(text)
-            pos = newline + 1
-            k += 1
-        self.anchor = (k, pos)
-        return pos
-
     def _bulk_body(self) -> list[Instruction] | None:
         """The body up to and past its closing `}` when every line of it is a common one (body_rows), else
         None: the caller then reads it line by line with _body, which knows every other form."""
         first = self.i
-        start = self._line_start(first)
+        start = self.lines.start(first)  # len(text) past the last line: nothing left to read in bulk
         text = self.text
         end = text.find("\n}", start - 1) if 0 < start < len(text) else -1
         if end < 0:
             return None
         last = first + text.count("\n", start, end + 1)  # the line of the closing `}`
         rows = self.rows(text, start, end, last - first)
-        if rows is None or _COMPUTATION_END.fullmatch(self.lines[last]) is None:
+        if rows is None:
+            return None
+        self.lines.seek(last, end + 1)
+        if _COMPUTATION_END.fullmatch(self.lines[last]) is None:
             return None
         if rows and self.percent is None:
             self.percent = bool(rows[0][8])
         instructions = _instructions(rows, first + 1 + self.offset)
         self.i = last + 1
-        self.anchor = (last, end + 1)
         return instructions
 
     def _body(self) -> list[Instruction]:
@@ -365,7 +403,7 @@ class _LineParser:
             depth += _depth(lines[last])
         if depth < 0:
             raise FastPathUnsupported(f"unbalanced brackets at line {last + 1}")
-        return "\n".join(lines[first : last + 1]), last
+        return lines.span(first, last), last
 
     def _signature(self, text: str):
         m = _ARRAY_SIGNATURE.fullmatch(text)

@@ -12,6 +12,8 @@ Edges run from producer to consumer with `kind`:
 from __future__ import annotations
 
 import functools
+from itertools import repeat
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from hloscan.hlo.attrs import CALL_ATTRS, parse_name_list
@@ -24,6 +26,7 @@ if TYPE_CHECKING:  # networkx is imported when a graph is built: checks that nev
     import networkx as nx
 
 Node = tuple[str, str]
+_NAME = attrgetter("name")
 
 # Attributes naming computations an instruction calls, and how its operands bind to their parameters.
 # Applied computations (reductions, comparators) take element values, not the operands themselves.
@@ -40,8 +43,8 @@ def build_graph(module: Module, computations: frozenset[str] | None = None) -> n
     """The module's graph; with `computations`, the subgraph it induces on their instructions (the same
     nodes, edges, edge data and neighbour order as `module.graph.subgraph(...)`), built from those alone."""
     with gc_paused():
-        nodes, succ, pred, callers = _adjacency(module, computations)
-        edges = _Edges(succ, pred)
+        nodes, succ, pred, callers, names = _adjacency(module, computations)
+        edges = _Edges(succ, pred, names)
         for comp, inst in callers:
             _add_call_edges(edges, module, comp, inst, computations)
         return _digraph_from_adjacency(module.name, nodes, succ, pred)
@@ -122,16 +125,26 @@ def _beyond(module: Module, graph: nx.DiGraph, near: set[Node],
 
 
 class _Edges:
-    """Adds edges straight into the adjacency dicts (networkx's add_edge cost 0.3 s per 100k edges)."""
+    """Adds edges straight into the adjacency dicts (networkx's add_edge cost 0.3 s per 100k edges).
 
-    def __init__(self, succ: dict, pred: dict):
-        self.succ, self.pred = succ, pred
+    `names` maps a computation's name to its {instruction name: node} dict (see _adjacency): an edge's ends
+    are looked up there, so the edge dicts are keyed by the one node tuple of each instruction instead of
+    a fresh equal tuple per edge (less memory, fewer page faults on a big dump), and `add` needs no tuple."""
+
+    def __init__(self, succ: dict, pred: dict, names: dict[str, dict[str, Node]]):
+        self.succ, self.pred, self.names = succ, pred, names
 
     def __contains__(self, node: Node) -> bool:
         return node in self.succ
 
+    def node(self, computation: str, name: str) -> Node | None:
+        """The node of instruction `name` of `computation`, None when it is no node of this graph."""
+        names = self.names.get(computation)
+        return names.get(name) if names is not None else None
+
     def add(self, u: Node, v: Node, **data) -> None:
-        if u in self.succ and v in self.succ:
+        u, v = self.node(*u), self.node(*v)
+        if u is not None and v is not None:
             self.succ[u][v] = self.pred[v][u] = data
 
 
@@ -156,55 +169,72 @@ def _whiles_by_computation(module: Module) -> dict[str, list[tuple[Computation, 
 
 def _adjacency(module: Module, computations: frozenset[str] | None = None):
     """Node and edge dicts for operand and control edges, built in plain dicts in one pass (the hot part),
-    and the instructions that may call computations.
+    the instructions that may call computations, and each computation's {instruction name: node}.
 
     Operands are defined before use (XLA's rule, checked by validate.py), so each source node exists by
     the time an edge reaches it; a name that does not is skipped rather than invented. With `computations`,
     only their instructions are nodes, and only their call sites are callers, plus every while: its loop
     edges join its body and condition, which may both be among them while its own computation is not.
+
+    Operand names are resolved in small per-computation dicts (name -> node, name -> successor dict), not
+    by a fresh (computation, name) tuple looked up in the module-wide dicts: no tuple per edge, and lookups
+    that stay in cache. The module-wide dicts are filled once per computation, in C. Computations that share
+    a name share these dicts, so every lookup gives what the module-wide dicts would.
     """
     nodes: dict[Node, dict] = {}
     succ: dict[Node, dict] = {}
     pred: dict[Node, dict] = {}
     callers: list[tuple[Computation, Instruction]] = []  # for the call edges, added once all nodes exist
+    names: dict[str, dict[str, Node]] = {}
+    successors: dict[str, dict[str, dict]] = {}
     whiles = _whiles_by_computation(module) if computations is not None else {}
+    calling, async_suffixes = _CALLING_OPCODES, _ASYNC_SUFFIXES
     for comp in module.computations:
         cname = comp.name
         if computations is not None and cname not in computations:
             callers.extend(whiles.get(cname, ()))
             continue
-        for inst in comp.instructions:
-            target = (cname, inst.name)
-            nodes[target] = {"inst": inst, "comp": cname}
-            succ[target] = {}
-            incoming = pred[target] = {}
+        node_of = names.setdefault(cname, {})
+        out_of = successors.setdefault(cname, {})
+        insts = comp.instructions
+        targets = list(zip(repeat(cname), map(_NAME, insts)))
+        outs = [{} for _ in insts]
+        ins = [{} for _ in insts]
+        for inst, target, out, incoming in zip(insts, targets, outs, ins):
+            name = target[1]
+            node_of[name] = target
+            out_of[name] = out
             index = 0
             for operand in inst.operands:
-                name = operand.name
-                if name is not None:
-                    source = (cname, name)
-                    outgoing = succ.get(source)
-                    if outgoing is not None:
-                        data = incoming.get(source)
-                        if data is None:
-                            incoming[source] = outgoing[target] = {"kind": "operand", "index": index, "indices": [index]}
-                        else:
-                            data["indices"].append(index)
+                outgoing = out_of.get(operand.name)
+                if outgoing is not None:
+                    source = node_of[operand.name]
+                    data = incoming.get(source)
+                    if data is None:
+                        incoming[source] = outgoing[target] = {"kind": "operand", "index": index, "indices": [index]}
+                    else:
+                        data["indices"].append(index)
                 index += 1
             tail = inst.attrs_text
             if tail:
                 if "control-predecessors" in tail:
-                    _add_control_edges(inst, cname, target, succ, incoming)
-                if may_call(inst):
+                    _add_control_edges(inst, target, node_of, out_of, incoming)
+                opcode = inst.opcode  # may_call, inlined
+                if (opcode in calling or opcode.endswith(async_suffixes) or "computation" in tail or "calls=" in tail
+                        or "to_apply=" in tail):
                     callers.append((comp, inst))
-    return nodes, succ, pred, callers
+        nodes.update(zip(targets, [{"inst": inst, "comp": cname} for inst in insts]))
+        succ.update(zip(targets, outs))
+        pred.update(zip(targets, ins))
+    return nodes, succ, pred, callers, names
 
 
-def _add_control_edges(inst: Instruction, cname: str, target: Node, succ: dict, incoming: dict) -> None:
+def _add_control_edges(inst: Instruction, target: Node, node_of: dict[str, Node], out_of: dict[str, dict],
+                       incoming: dict) -> None:
     for name in parse_name_list(inst.attr("control-predecessors")):
-        source = (cname, name)
-        if source in succ and source not in incoming:
-            incoming[source] = succ[source][target] = {"kind": "control"}
+        source = node_of.get(name)
+        if source is not None and source not in incoming:
+            incoming[source] = out_of[name][target] = {"kind": "control"}
 
 
 def _digraph_from_adjacency(name: str, nodes: dict, succ: dict, pred: dict) -> nx.DiGraph:
@@ -269,20 +299,30 @@ def _add_call_edges(graph: "_Edges", module: Module, comp: Computation, inst: In
         if attr in _APPLY_ONLY and inst.opcode in _APPLY_OPCODES:
             continue
         params, operands, succ, pred = callee.parameter_instructions, inst.operands, graph.succ, graph.pred
-        for slot, param_number in _operand_bindings(inst, attr, callee_name):
-            # graph.add inlined: a fusion binds every operand, 100k edges on a 48 MB dump
+        sources, targets = graph.names.get(comp.name, {}), graph.names.get(callee.name, {})
+        # graph.add inlined: a fusion binds every operand, 100k edges on a 48 MB dump
+        bindings = _operand_bindings(inst, attr, callee_name)
+        if bindings is None:  # operand i to parameter i, the common case, without building the pairs
+            for slot, operand in enumerate(operands):
+                param = params.get(slot)
+                if param is not None and operand.name:
+                    src, dst = sources.get(operand.name), targets.get(param.name)
+                    if src is not None and dst is not None:
+                        succ[src][dst] = pred[dst][src] = {"kind": "call", "index": slot}
+            bindings = ()
+        for slot, param_number in bindings:
             param = params.get(param_number)
             if slot < len(operands) and operands[slot].name and param is not None:
-                src, dst = (comp.name, operands[slot].name), (callee.name, param.name)
-                if src in succ and dst in succ:
+                src, dst = sources.get(operands[slot].name), targets.get(param.name)
+                if src is not None and dst is not None:
                     succ[src][dst] = pred[dst][src] = {"kind": "call", "index": slot}
         graph.add((callee.name, callee.root.name), site, kind="return", callee=callee.name)
         if inst.opcode == "while" and attr == "body":
             _add_loop_edges(graph, module, inst, callee)
 
 
-def _operand_bindings(inst: Instruction, attr: str, callee: str) -> list[tuple[int, int]]:
-    """Which operand slot feeds which callee parameter number."""
+def _operand_bindings(inst: Instruction, attr: str, callee: str) -> list[tuple[int, int]] | None:
+    """Which operand slot feeds which callee parameter number; None: operand i feeds parameter i."""
     if inst.opcode == "conditional":
         if attr in ("true_computation", "false_computation"):
             slot = 1 if attr == "true_computation" else 2
@@ -291,7 +331,7 @@ def _operand_bindings(inst: Instruction, attr: str, callee: str) -> list[tuple[i
         return [(branches.index(callee) + 1, 0)] if callee in branches else []
     if inst.opcode == "while":
         return [(0, 0)]
-    return [(i, i) for i in range(len(inst.operands))]
+    return None
 
 
 def _add_loop_edges(graph: "_Edges", module: Module, inst: Instruction, body: Computation) -> None:

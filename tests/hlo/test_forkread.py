@@ -99,3 +99,25 @@ def test_no_fork_for_small_texts_other_threads_or_when_turned_off(text, monkeypa
         other.join()
     monkeypatch.setattr(forkread, "_cores", lambda: 1)
     assert not forkread.worth_forking(text)
+
+
+def test_rows_sent_in_many_small_frames_build_the_same_ir(text, fork_everything, monkeypatch):
+    # Frames of a few bodies each: the parent loads them one by one as it reaches their bodies.
+    monkeypatch.setattr(forkread, "FRAME_CHARS", 4096)
+    loaded = []
+    original = forkread.ForkedReader._load
+
+    def counting(self, frame):
+        loaded.append(len(frame))
+        original(self, frame)
+
+    monkeypatch.setattr(forkread.ForkedReader, "_load", counting)
+    assert parse_module_fast(text) == _without_fork(text, monkeypatch)
+    assert len(loaded) > 10
+
+
+def test_frames_cut_short_end_the_frames():
+    whole = b"".join(len(p).to_bytes(8, "little") + p for p in (b"abc", b"defgh"))
+    assert [bytes(f) for f in forkread._frames(whole)] == [b"abc", b"defgh"]
+    assert [bytes(f) for f in forkread._frames(whole[:-1])] == [b"abc"]
+    assert [bytes(f) for f in forkread._frames(whole[:5])] == []
