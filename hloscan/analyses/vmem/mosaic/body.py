@@ -30,6 +30,7 @@ allocations with Mosaic's tiling.
 
 from __future__ import annotations
 
+import contextvars
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
@@ -155,8 +156,19 @@ def vreg_bytes(shape: tuple[int, ...], bits: int, dense: bool = False) -> int:
                         compact_columns=False)
 
 
+# Per `read_body` call: merged blocks and nested peaks already computed, keyed by the object (see `_nested_peak`).
+_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("mosaic_body_memo", default=None)
+
 def read_body(main: Operation) -> BodyFacts:
     """The body facts of a kernel's main function."""
+    token = _MEMO.set({})
+    try:
+        return _read_body(main)
+    finally:
+        _MEMO.reset(token)
+
+
+def _read_body(main: Operation) -> BodyFacts:
     users = _users(main)
     entry = main.regions[0].blocks[0] if main.regions and main.regions[0].blocks else None
     scope = _scope(entry.operations if entry else [], users) if entry else Scope((), ())
@@ -164,7 +176,7 @@ def read_body(main: Operation) -> BodyFacts:
     peak = across = whole = reduced = rotated = 0
     for block in _blocks(main):
         # Mosaic merges repeated computations before code generation; the rules read the merged block.
-        operations = _common_subexpressions_merged(block.operations)
+        operations = _merged_block(block)
         values, block_peak, block_across = _held_in_block(operations)
         spilled = _reduced_transcendentals(operations)
         held.extend(values + spilled)
@@ -376,9 +388,27 @@ def _constant_int(value: Any) -> int | None:
 
 def _nested_peak(op: Operation) -> int:
     """The whole-values peak of the blocks nested in `op` (a loop's or a branch's body), which runs while
-    everything live around `op` is still live."""
-    return max((_carried_bytes(block) + whole_values_peak(_common_subexpressions_merged(block.operations))
-                for block in _blocks_of(op)), default=0)
+    everything live around `op` is still live. Within one `read_body` it is computed once per operation: every
+    enclosing block's peak asks for it again, and `read_body` itself visits each nested block too."""
+    memo = _MEMO.get()
+    if memo is not None and (hit := memo.get(("peak", id(op)))) is not None and hit[0] is op:
+        return hit[1]
+    peak = max((_carried_bytes(block) + whole_values_peak(_merged_block(block)) for block in _blocks_of(op)),
+               default=0)
+    if memo is not None:
+        memo[("peak", id(op))] = (op, peak)  # the entry holds `op`, so its id is not reused while it stands
+    return peak
+
+
+def _merged_block(block: Any) -> list[Operation]:
+    """`_common_subexpressions_merged(block.operations)`, once per block within one `read_body`."""
+    memo = _MEMO.get()
+    if memo is not None and (hit := memo.get(("merged", id(block)))) is not None and hit[0] is block:
+        return hit[1]
+    merged = _common_subexpressions_merged(block.operations)
+    if memo is not None:
+        memo[("merged", id(block))] = (block, merged)
+    return merged
 
 
 def _carried_bytes(block: Any) -> int:
@@ -946,9 +976,14 @@ def _renamed(op: Operation, now: dict[int, Operation]) -> Operation:
     changed = any(a is not b for a, b in zip(operands, op.operands))
     regions = op.regions
     if op.regions and now:
-        regions = [Region([Block(b.arg_types, [_renamed(o, now) for o in b.operations]) for b in r.blocks])
-                   for r in op.regions]
-        changed = True
+        copied = [[[_renamed(o, now) for o in b.operations] for b in r.blocks] for r in op.regions]
+        # Regions none of whose operations read a merged one stay the decoded regions (and keep their identity:
+        # `_merged_block` and `_nested_peak` memoise by it).
+        if any(new is not old for ops, b in zip((x for r in copied for x in r), (b for r in op.regions for b in r.blocks))
+               for new, old in zip(ops, b.operations)):
+            regions = [Region([Block(b.arg_types, ops) for b, ops in zip(r.blocks, rops)])
+                       for r, rops in zip(op.regions, copied)]
+            changed = True
     if not changed:
         return op
     return Operation(op.name, op.attributes, op.result_types, regions, operands)
