@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from itertools import repeat
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from hloscan.hlo.attrs import CALL_ATTRS, parse_name_list
 from hloscan.hlo.gcpause import gc_paused
@@ -188,7 +188,6 @@ def _adjacency(module: Module, computations: frozenset[str] | None = None):
     names: dict[str, dict[str, Node]] = {}
     successors: dict[str, dict[str, dict]] = {}
     whiles = _whiles_by_computation(module) if computations is not None else {}
-    calling, async_suffixes = _CALLING_OPCODES, _ASYNC_SUFFIXES
     for comp in module.computations:
         cname = comp.name
         if computations is not None and cname not in computations:
@@ -219,9 +218,7 @@ def _adjacency(module: Module, computations: frozenset[str] | None = None):
             if tail:
                 if "control-predecessors" in tail:
                     _add_control_edges(inst, target, node_of, out_of, incoming)
-                opcode = inst.opcode  # may_call, inlined
-                if (opcode in calling or opcode.endswith(async_suffixes) or "computation" in tail or "calls=" in tail
-                        or "to_apply=" in tail):
+                if may_call(inst):
                     callers.append((comp, inst))
         nodes.update(zip(targets, [{"inst": inst, "comp": cname} for inst in insts]))
         succ.update(zip(targets, outs))
@@ -301,16 +298,7 @@ def _add_call_edges(graph: "_Edges", module: Module, comp: Computation, inst: In
         params, operands, succ, pred = callee.parameter_instructions, inst.operands, graph.succ, graph.pred
         sources, targets = graph.names.get(comp.name, {}), graph.names.get(callee.name, {})
         # graph.add inlined: a fusion binds every operand, 100k edges on a 48 MB dump
-        bindings = _operand_bindings(inst, attr, callee_name)
-        if bindings is None:  # operand i to parameter i, the common case, without building the pairs
-            for slot, operand in enumerate(operands):
-                param = params.get(slot)
-                if param is not None and operand.name:
-                    src, dst = sources.get(operand.name), targets.get(param.name)
-                    if src is not None and dst is not None:
-                        succ[src][dst] = pred[dst][src] = {"kind": "call", "index": slot}
-            bindings = ()
-        for slot, param_number in bindings:
+        for slot, param_number in _operand_bindings(inst, attr, callee_name):
             param = params.get(param_number)
             if slot < len(operands) and operands[slot].name and param is not None:
                 src, dst = sources.get(operands[slot].name), targets.get(param.name)
@@ -321,8 +309,8 @@ def _add_call_edges(graph: "_Edges", module: Module, comp: Computation, inst: In
             _add_loop_edges(graph, module, inst, callee)
 
 
-def _operand_bindings(inst: Instruction, attr: str, callee: str) -> list[tuple[int, int]] | None:
-    """Which operand slot feeds which callee parameter number; None: operand i feeds parameter i."""
+def _operand_bindings(inst: Instruction, attr: str, callee: str) -> Iterable[tuple[int, int]]:
+    """Which operand slot feeds which callee parameter number."""
     if inst.opcode == "conditional":
         if attr in ("true_computation", "false_computation"):
             slot = 1 if attr == "true_computation" else 2
@@ -331,7 +319,8 @@ def _operand_bindings(inst: Instruction, attr: str, callee: str) -> list[tuple[i
         return [(branches.index(callee) + 1, 0)] if callee in branches else []
     if inst.opcode == "while":
         return [(0, 0)]
-    return None
+    slots = range(len(inst.operands))
+    return zip(slots, slots)  # operand i feeds parameter i
 
 
 def _add_loop_edges(graph: "_Edges", module: Module, inst: Instruction, body: Computation) -> None:
