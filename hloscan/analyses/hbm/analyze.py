@@ -81,11 +81,12 @@ def analyze_module(module: Module, path: str, generation: str | None, use_report
     kind = "simulated" if scheduled else "predicted"
     notes = []
     cap = capacity_bytes(gen)
-    if sim.kept_scores and total > cap and not host_copy_note:
+    exact = use_reports and report is not None and report.total_bytes is not None
+    if sim.kept_scores and total > cap and not host_copy_note and not exact:
         sim, total, note = _with_scores_rematerialized(module, gen, sim, total)
         temps = sim.peak_bytes
         notes.append(note)
-    if use_reports and report is not None and report.total_bytes is not None:
+    if exact:
         kind = "exact"
         total = report.total_bytes
         temps = report.temp_heap_bytes or temps

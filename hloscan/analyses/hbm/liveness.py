@@ -136,7 +136,7 @@ class Simulation:
     peak_position: int
     positions: list[tuple[Computation, Instruction]] = field(default_factory=list)
     host_copies: int = 0  # device copies of host-memory arguments the prediction placed
-    kept_scores: int = 0  # dots whose masked f32 scores the prediction kept (`Simulator.keep_masked_scores`)
+    kept_scores: int = 0  # dots whose scores masked per example the prediction kept in f32 (`keep_masked_scores`)
 
     def live_at_peak(self) -> list[BufferLife]:
         live = [b for b in self.buffers if b.role == "temp" and b.start <= self.peak_position <= b.end]
@@ -580,11 +580,9 @@ class Simulator:
         mask): `call`, else None. The compiled prefill and best-of-n steps kept such f32 scores
         (f32[24,4,4,4096,5121] twice on v5p, sharded19), where causally masked scores of the same programs
         stayed the dot's bf16 (yoco's [.., 4096, 4096] beside its kept [.., 4096, 4608], sharded19)."""
-        callee = self._callee(call.attr("to_apply"))
+        callee, param = self._called_with(call, name)
         if callee is None or callee.root.opcode != "select" or not _applies_mask(callee, callee.root):
             return None
-        number = next((k for k, op in enumerate(call.operands) if op.name == name), None)
-        param = callee.parameter_instructions.get(number) if number is not None else None
         if param is None or param.name not in callee.root.operand_names[1:]:
             return None
         predicate = next((comp.operand_shape(call, k) for k, p in callee.parameter_instructions.items()
@@ -596,12 +594,8 @@ class Simulator:
     def _masking_call_output(self, comp: Computation, call: Instruction, name: str) -> tuple[Instruction | None, bool]:
         """jax's `_where` as a call: the get-tuple-element of `call` whose value masks the operand `name`, and
         whether one was found."""
-        callee = self._callee(call.attr("to_apply"))
-        if callee is None or callee.root.opcode != "tuple":
-            return None, False
-        number = next((k for k, op in enumerate(call.operands) if op.name == name), None)
-        param = callee.parameter_instructions.get(number) if number is not None else None
-        if param is None:
+        callee, param = self._called_with(call, name)
+        if callee is None or callee.root.opcode != "tuple" or param is None:
             return None, False
         for k, op in enumerate(callee.root.operands):
             elem = callee.by_name.get(op.name or "")
@@ -610,6 +604,14 @@ class Simulator:
                         if r.opcode == "get-tuple-element" and r.attr("index") == str(k)]
                 return (gtes[0], True) if len(gtes) == 1 else (None, False)
         return None, False
+
+    def _called_with(self, call: Instruction, name: str) -> tuple[Computation | None, Instruction | None]:
+        """The computation `call` applies, and its parameter that receives the operand `name` (None when absent)."""
+        callee = self._callee(call.attr("to_apply"))
+        if callee is None:
+            return None, None
+        number = next((k for k, op in enumerate(call.operands) if op.name == name), None)
+        return callee, callee.parameter_instructions.get(number) if number is not None else None
 
     def _hoist_convert(self, inst: Instruction, deps: frozenset[int]) -> frozenset[int]:
         """A convert of (a slice of) a loop-invariant array: XLA converts the whole array once, before the

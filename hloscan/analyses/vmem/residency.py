@@ -43,7 +43,6 @@ this is an estimate and the finding says so.
 
 from __future__ import annotations
 
-import math
 import re
 import weakref
 from dataclasses import replace
@@ -52,6 +51,7 @@ from typing import Any, Callable, Iterable
 from hloscan.analyses.tpu import TpuGeneration
 from hloscan.analyses.vmem.tiling import hbm_array_bytes
 from hloscan.hlo.ir import ELEMENT_BITS, Computation, Instruction, Layout, Module, Shape
+from hloscan.hlo.layout import unpadded_bytes
 
 # Ops that only re-label an array: a kernel reading `bitcast(x)` reads x.
 _ALIASING_OPS = frozenset({"bitcast", "reshape", "copy"})
@@ -100,15 +100,16 @@ def predict_resident_operands(comp: Computation, calls: Iterable[Instruction], g
     calls = list(calls)
     if any(has_vmem_layout(comp, inst) for inst in calls):
         return {}  # a post-optimisation dump: the layouts already say where MSA put things
-    readers = _local_readers(comp, calls)
+    readers = local = _local_readers(comp, calls)
     first_readers: dict[str, str] = {}
     if module is not None:
-        readers, first_readers = _module_readers(module, comp, readers)
+        readers, first_readers = _module_readers(module, comp, local)
         # Generations that prefetch single-use values (v7x) prefetch for the first kernel too, and a value
         # relaid out on the device (v5e/v6e) is produced in VMEM whoever reads it first.
         first_readers = {root: kernel for root, kernel in first_readers.items() if not gen.msa_single_use_budget
                          and not (gen.msa_results_in_vmem and _produced_on_device(comp, root, module))}
-    sizes = {root: size for root, size in _operand_sizes(comp, calls).items() if root not in _written_in_place(comp, calls)}
+    in_place = _written_in_place(comp, calls, local)
+    sizes = {root: size for root, size in _operand_sizes(comp, calls).items() if root not in in_place}
     placed = _place_within_budgets(comp, sizes, readers, gen, module)
     out = {}
     for inst in calls:
@@ -134,7 +135,7 @@ def _local_readers(comp: Computation, calls: list[Instruction]) -> dict[str, set
 _IN_PLACE_STATE_BYTES = 1 << 20
 
 
-def _written_in_place(comp: Computation, calls: list[Instruction]) -> set[str]:
+def _written_in_place(comp: Computation, calls: list[Instruction], readers: dict[str, set[str]]) -> set[str]:
     """Arrays of at least `_IN_PLACE_STATE_BYTES` of data that a kernel writes its result into
     (`input_output_aliases`, the custom call's output_to_operand_aliasing) and no other kernel reads: the result's
     buffer is the operand's, so MSA leaves it in HBM. On v7x, where single-use values are prefetched, such state
@@ -143,19 +144,15 @@ def _written_in_place(comp: Computation, calls: list[Instruction]) -> set[str]:
     small columns of per-row statistics updated in place (f32[4096, 1], 16 KiB of data) were moved whole
     (Adam-mini, CAME; every generation)."""
     written: dict[str, set[str]] = {}
-    readers = _local_readers(comp, calls)
     for inst in calls:
         for pos in _aliased_operands(inst):
             shape = comp.operand_shape(inst, pos) if pos < len(inst.operands) else None
-            if shape is None or not shape.is_array or _data_bytes(shape) < _IN_PLACE_STATE_BYTES:
+            if shape is None or not shape.is_array or unpadded_bytes(shape) < _IN_PLACE_STATE_BYTES:
                 continue
             if (root := _root(comp, inst.operands[pos].name)) is not None:
                 written.setdefault(root, set()).add(inst.name)
     return {root for root, kernels in written.items() if readers.get(root, set()) <= kernels}
 
-
-def _data_bytes(shape: Shape) -> int:
-    return math.prod(shape.dims or (1,)) * (ELEMENT_BITS.get(shape.element_type, 32) or 32) // 8
 
 
 def _aliased_operands(inst: Instruction) -> list[int]:

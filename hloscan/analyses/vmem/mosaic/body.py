@@ -979,8 +979,8 @@ def _renamed(op: Operation, now: dict[int, Operation]) -> Operation:
         copied = [[[_renamed(o, now) for o in b.operations] for b in r.blocks] for r in op.regions]
         # Regions none of whose operations read a merged one stay the decoded regions (and keep their identity:
         # `_merged_block` and `_nested_peak` memoise by it).
-        if any(new is not old for ops, b in zip((x for r in copied for x in r), (b for r in op.regions for b in r.blocks))
-               for new, old in zip(ops, b.operations)):
+        if any(new is not old for region, blocks in zip(op.regions, copied)
+               for block, ops in zip(region.blocks, blocks) for new, old in zip(ops, block.operations)):
             regions = [Region([Block(b.arg_types, ops) for b, ops in zip(r.blocks, rops)])
                        for r, rops in zip(op.regions, copied)]
             changed = True
