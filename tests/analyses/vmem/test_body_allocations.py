@@ -216,7 +216,12 @@ FLOORS = {"user1": {"within": (49, 56), "errors": (14, 15), "false": 0},
           # user19 (held out, 16 new kinds compiled after the freeze at 5e76ac9, scored once): 9/54, 7/10, no false
           # E1001; the same on the session's starting model (382efef). The errors missed: a v5p Hopfield retrieval
           # (DMA'd patterns), and a v6e LayerNorm-GELU-linear and non-local-means kernel warned within 10% of the limit.
-          "user19": {"within": (9, 54), "errors": (7, 10), "false": 0}}
+          "user19": {"within": (9, 54), "errors": (7, 10), "false": 0},
+          # user20 (held out, 16 new kinds compiled after the freeze at 0260b42, scored once): 4/56, 3/4, no false
+          # E1001 or warning. Register spill is most of every miss: an n-body tile's five (bi, bj) f32 values read by
+          # three lane reductions at once (-89..-99%: no value is kept across a reduction, yet all spilled), CG and
+          # SGLD bodies (-28..-48%); the missed error is a v6e SGLD step (Box-Muller noise).
+          "user20": {"within": (4, 56), "errors": (3, 4), "false": 0}}
 
 
 def _cases(root: Path):
