@@ -154,7 +154,6 @@ def _written_in_place(comp: Computation, calls: list[Instruction], readers: dict
     return {root for root, kernels in written.items() if readers.get(root, set()) <= kernels}
 
 
-
 def _aliased_operands(inst: Instruction) -> list[int]:
     """Operand positions of `output_to_operand_aliasing={{0}: (1, {}), ...}`."""
     text = inst.attr("output_to_operand_aliasing") or ""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextvars
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from hloscan.analyses.vmem.mosaic.bytecode import (Block, BlockArg, OpResult, Operation, Region, ShapedType, scalar_bits,
                                                    type_text)
@@ -390,25 +390,24 @@ def _nested_peak(op: Operation) -> int:
     """The whole-values peak of the blocks nested in `op` (a loop's or a branch's body), which runs while
     everything live around `op` is still live. Within one `read_body` it is computed once per operation: every
     enclosing block's peak asks for it again, and `read_body` itself visits each nested block too."""
-    memo = _MEMO.get()
-    if memo is not None and (hit := memo.get(("peak", id(op)))) is not None and hit[0] is op:
-        return hit[1]
-    peak = max((_carried_bytes(block) + whole_values_peak(_merged_block(block)) for block in _blocks_of(op)),
-               default=0)
-    if memo is not None:
-        memo[("peak", id(op))] = (op, peak)  # the entry holds `op`, so its id is not reused while it stands
-    return peak
+    return _memoised("peak", op, lambda: max(
+        (_carried_bytes(block) + whole_values_peak(_merged_block(block)) for block in _blocks_of(op)), default=0))
 
 
 def _merged_block(block: Any) -> list[Operation]:
     """`_common_subexpressions_merged(block.operations)`, once per block within one `read_body`."""
+    return _memoised("merged", block, lambda: _common_subexpressions_merged(block.operations))
+
+
+def _memoised(kind: str, obj: Any, compute: Callable[[], Any]) -> Any:
+    """`compute()` for `obj`, once per `read_body` call (outside one, every time)."""
     memo = _MEMO.get()
-    if memo is not None and (hit := memo.get(("merged", id(block)))) is not None and hit[0] is block:
+    if memo is not None and (hit := memo.get((kind, id(obj)))) is not None and hit[0] is obj:
         return hit[1]
-    merged = _common_subexpressions_merged(block.operations)
+    value = compute()
     if memo is not None:
-        memo[("merged", id(block))] = (block, merged)
-    return merged
+        memo[(kind, id(obj))] = (obj, value)  # the entry holds `obj`, so its id is not reused while it stands
+    return value
 
 
 def _carried_bytes(block: Any) -> int:
